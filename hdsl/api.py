@@ -1,0 +1,157 @@
+"""The Python API: `hdsl.load(path)` → a callable Pipeline."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError
+from hdsl.frontend.elaborate import check_source
+from hdsl.ir.func import Pipeline as PipelineIR
+from hdsl.ir.types import from_dtype
+
+TARGETS = ("interp", "host")
+
+
+def to_buffer_layout(arr: np.ndarray, dims: int) -> np.ndarray:
+    """(H, W[, C, …]) NumPy layout → an array indexed [x, y, c, …] (a view, no copy)."""
+    if arr.ndim < 2:
+        return arr
+    axes = (1, 0) + tuple(range(2, arr.ndim))
+    return arr.transpose(axes)
+
+
+def from_buffer_layout(arr: np.ndarray) -> np.ndarray:
+    if arr.ndim < 2:
+        return np.ascontiguousarray(arr)
+    axes = (1, 0) + tuple(range(2, arr.ndim))
+    return np.ascontiguousarray(arr.transpose(axes))
+
+
+class Pipeline:
+    """A checked pipeline; call it with inputs and params as keyword arguments."""
+
+    def __init__(self, ir: PipelineIR, target: str = "interp", schedule: str | None = None):
+        self.ir = ir
+        self.target = target
+        self.schedule = schedule
+        self.name = ir.name
+
+    @property
+    def inputs(self):
+        return [(b.name, b.type.name, b.dims) for b in self.ir.inputs]
+
+    @property
+    def params(self):
+        return [(p.name, p.type.name, p.default) for p in self.ir.params]
+
+    @property
+    def outputs(self):
+        return [(f.name, t.name if t else None, f.dims) for f, t in zip(self.ir.outputs, self.ir.output_types)]
+
+    def compile(self, target: str = "interp", schedule: str | None = None) -> "Pipeline":
+        if target not in TARGETS:
+            raise HdslError(f"unknown target '{target}'", None, "targets: " + ", ".join(TARGETS))
+        if target != "interp":
+            raise HdslError(f"target '{target}' is not available yet: the native compiler is not built",
+                            None, "use target='interp' (the reference evaluator)")
+        if schedule is not None and schedule not in self.ir.schedules:
+            names = ", ".join(n for n in self.ir.schedules if n) or "(none)"
+            raise HdslError(f"pipeline '{self.name}' has no schedule '{schedule}'", None,
+                            f"its named schedules: {names}")
+        return Pipeline(self.ir, target, schedule)
+
+    def _bind(self, kwargs):
+        inputs, params = {}, {}
+        known = {b.name for b in self.ir.inputs} | {p.name for p in self.ir.params}
+        for k in kwargs:
+            if k not in known:
+                raise HdslError(f"pipeline '{self.name}' has no input or param '{k}'", None,
+                                "its inputs and params: " + ", ".join(sorted(known)))
+        for b in self.ir.inputs:
+            if b.name not in kwargs:
+                raise HdslError(f"input '{b.name}' is missing", None, f"pass {b.name}=<array>")
+            arr = np.asarray(kwargs[b.name])
+            if arr.ndim != b.dims:
+                raise HdslError(f"input '{b.name}' has {b.dims} dimension{'s' if b.dims > 1 else ''} "
+                                f"but the array has {arr.ndim} (shape {arr.shape})", None,
+                                "an (H, W) array is img(x, y); an (H, W, C) array is img(x, y, c)")
+            try:
+                t = from_dtype(arr.dtype)
+            except ValueError:
+                t = None
+            if t != b.type:
+                raise HdslError(f"input '{b.name}' is {b.type} but the array holds {arr.dtype}", None,
+                                f"convert it first, e.g. array.astype(np.{b.type.dtype})")
+            if arr.size == 0:
+                raise HdslError(f"input '{b.name}' is empty (shape {arr.shape})", None)
+            inputs[b.name] = to_buffer_layout(arr, b.dims)
+        for p in self.ir.params:
+            if p.name in kwargs:
+                v = kwargs[p.name]
+                try:
+                    val = np.array(v).astype(p.type.dtype) if not isinstance(v, str) else None
+                except (TypeError, ValueError):
+                    val = None
+                if val is None or val.ndim != 0:
+                    raise HdslError(f"param '{p.name}' needs a {p.type} scalar, not {v!r}", None)
+                if not p.type.is_float() and float(np.asarray(v)) != float(val):
+                    raise HdslError(f"param '{p.name}' is {p.type}; {v!r} does not fit", None)
+                params[p.name] = val[()]
+            elif p.default is not None:
+                params[p.name] = np.array(p.default).astype(p.type.dtype)[()]
+            else:
+                raise HdslError(f"param '{p.name}' has no default and is not given", None,
+                                f"pass {p.name}=<value>")
+        return inputs, params
+
+    def default_sizes(self, inputs) -> list[list[int]]:
+        if not self.ir.inputs:
+            raise HdslError(f"pipeline '{self.name}' has no input to take the output size from", None,
+                            "give the size: realize((W, H), ...) or --size W,H")
+        first = inputs[self.ir.inputs[0].name]
+        sizes = []
+        for f in self.ir.outputs:
+            if f.dims > first.ndim:
+                raise HdslError(f"output '{f.name}' has {f.dims} dimensions but the first input has "
+                                f"{first.ndim}; its size can't be taken from it", None, "give the size explicitly")
+            sizes.append(list(first.shape[:f.dims]))
+        return sizes
+
+    def realize(self, sizes, **kwargs):
+        inputs, params = self._bind(kwargs)
+        if sizes and isinstance(sizes[0], (int, np.integer)):
+            sizes = [list(sizes)] * len(self.ir.outputs)
+        return self._run(inputs, params, sizes)
+
+    def __call__(self, **kwargs):
+        inputs, params = self._bind(kwargs)
+        return self._run(inputs, params, self.default_sizes(inputs))
+
+    def _run(self, inputs, params, sizes):
+        from hdsl.interp.evaluate import realize
+        boxes = []
+        for f, size in zip(self.ir.outputs, sizes):
+            size = [int(s) for s in size]
+            if len(size) != f.dims:
+                raise HdslError(f"output '{f.name}' has {f.dims} dimensions, but the size given has {len(size)}", None)
+            boxes.append([(0, s) for s in size])
+        results = realize(self.ir, inputs, params, boxes)
+        outs = [from_buffer_layout(r[0]) for r in results]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def loads(text: str, filename: str = "<string>") -> Pipeline:
+    ir = check_source(text, filename)
+    if ir is None:
+        raise HdslError(f"{filename} is a library (no 'pipeline'); it can be used, not run", None)
+    return Pipeline(ir)
+
+
+def load(path: str | Path) -> Pipeline:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise HdslError(f"cannot read {path}: {e.strerror}", None) from None
+    return loads(text, str(path))

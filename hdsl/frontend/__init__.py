@@ -1,0 +1,1 @@
+"""Front end: parse (text → AST), elaborate (AST → typed Func graph)."""

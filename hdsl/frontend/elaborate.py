@@ -1,0 +1,980 @@
+"""AST → typed Func graph.
+
+Resolves names, expands `use`, `fn`, compile-time `for`, `const` and arrays of
+Funcs, applies Halide's type rules (hdsl/ir/ops.py) and records schedule
+directives (validated by hdsl/schedule/validate.py). Errors are collected per
+statement: a statement with an error is skipped and the Func it defines is
+poisoned, so one mistake reports once.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hdsl.diagnostics import DiagnosticSink, Span, did_you_mean
+from hdsl.frontend import ast
+from hdsl.frontend.parse import parse
+from hdsl.frontend.values import (ArrayVal, DimVal, ExprVal, FnVal, FuncVal, InputVal, ListVal,
+                                  OutputSlot, RangeVal, RDomVal, Scope, StrVal, TupleVal, VarVal)
+from hdsl.ir import ops
+from hdsl.ir.expr import BufferProp, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar, Var, walk
+from hdsl.ir.func import Func, InputBuffer, ParamDecl, Pipeline, RDom, Update
+from hdsl.ir.types import BOOL, BY_NAME, I32, Type
+
+STDLIB_DIR = Path(__file__).resolve().parents[2] / "stdlib"
+
+CAST_NAMES = set(BY_NAME)
+SAT_CAST_NAMES = {f"{n}_sat" for n in BY_NAME if n != "bool"}
+MATH1 = {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+         "floor", "ceil", "round", "trunc", "is_nan", "abs"}
+BUILTIN_ARITY = {**{n: 1 for n in MATH1}, "pow": 2, "atan2": 2, "absd": 2, "min": 2, "max": 2,
+                 "clamp": 3, "lerp": 3, "select": 3}
+INLINE_REDUCTIONS = {"sum", "product", "maximum", "minimum", "argmax", "argmin"}
+BOUNDARY_FNS = {"repeat_edge", "constant_exterior", "mirror_image", "mirror_interior", "repeat_image"}
+BUILTINS = CAST_NAMES | SAT_CAST_NAMES | set(BUILTIN_ARITY) | INLINE_REDUCTIONS | {"print"}
+KEYWORDS = {"pipeline", "input", "param", "output", "const", "use", "fn", "algorithm", "schedule",
+            "let", "var", "rdom", "for", "in", "return", "where", "true", "false"}
+MAX_FN_DEPTH = 64
+
+
+class ElabError(Exception):
+    def __init__(self, message: str, span: Span | None, hint: str | None = None):
+        super().__init__(message)
+        self.message, self.span, self.hint = message, span, hint
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class DefContext:
+    """What names mean inside one definition's right-hand side."""
+
+    def __init__(self, func: Func | None, pure_vars: list[str] | None, partial_ok: bool = False):
+        self.func = func                  # the Func being defined (None: a let, a binding)
+        self.pure_vars = pure_vars        # allowed pure var names; None: any declared var
+        self.partial_ok = partial_ok      # a bare Func may stand for f(_0, _1, ...)
+        self.implicit_dims: int | None = None
+
+
+class Elaborator:
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.sink = DiagnosticSink()
+        self.globals = Scope()
+        self.inputs: list[InputBuffer] = []
+        self.params: list[ParamDecl] = []
+        self.output_decls: list[OutputSlot] = []
+        self.func_names: dict[str, int] = {}
+        self.created: list[list[Func]] = []      # Funcs made by each active fn call
+        self.fn_depth = 0
+        self.uses_boundary = False
+        self.loaded: set[str] = set()
+        self.algorithm_scope: Scope | None = None
+        self.reduction_count = 0
+
+    # ------------------------------------------------------------------ helpers
+    def error(self, message, span, hint=None):
+        raise ElabError(message, span, hint)
+
+    def unique_name(self, base: str) -> str:
+        n = self.func_names.get(base, 0)
+        self.func_names[base] = n + 1
+        return base if n == 0 else f"{base}${n}"
+
+    def new_func(self, name: str, span: Span | None, implicit: bool = False) -> Func:
+        f = Func(self.unique_name(name), span=span, implicit=implicit)
+        if self.created:
+            self.created[-1].append(f)
+        return f
+
+    def type_rule(self, fn, *args, spans=None, span=None):
+        try:
+            return fn(*args)
+        except ops.TypeRuleError as e:
+            where = span
+            if spans is not None and e.operand is not None and e.operand < len(spans):
+                where = spans[e.operand]
+            self.error(e.message, where, e.hint)
+
+    # ------------------------------------------------------------------ module
+    def module(self, mod: ast.Module) -> Pipeline | None:
+        pipeline_name = None
+        algorithm = None
+        schedules: list[ast.ScheduleBlock] = []
+        for item in mod.items:
+            try:
+                if isinstance(item, ast.PipelineDecl):
+                    if pipeline_name is not None:
+                        self.error("a file holds one pipeline", item.span, "split it into two files")
+                    pipeline_name = item.name
+                elif isinstance(item, ast.AlgorithmBlock):
+                    if algorithm is not None:
+                        self.error("a pipeline has one algorithm block", item.span,
+                                   "merge the two blocks into one")
+                    algorithm = item
+                elif isinstance(item, ast.ScheduleBlock):
+                    schedules.append(item)
+                else:
+                    self.declaration(item)
+            except ElabError as e:
+                self.sink.error(e.message, e.span, e.hint)
+        if pipeline_name is None:
+            if algorithm is not None or self.inputs or self.output_decls:
+                self.sink.error("this file has an algorithm but no 'pipeline NAME' line",
+                                Span(self.filename, 1, 1, 1, 2), "add 'pipeline NAME' at the top")
+            self.sink.raise_if_any()
+            return None
+        if algorithm is None:
+            self.sink.error(f"pipeline '{pipeline_name}' has no algorithm block", mod.items[0].span,
+                            "add 'algorithm { ... }' defining every output")
+            self.sink.raise_if_any()
+        if not self.output_decls:
+            self.sink.error(f"pipeline '{pipeline_name}' declares no output", mod.items[0].span,
+                            "add a line such as 'output out: u8[2]'")
+        scope = Scope(self.globals)
+        self.algorithm_scope = scope
+        if algorithm is not None:
+            self.block(algorithm.body, scope, in_fn=False)
+        outputs, out_types = self.finish_outputs(scope)
+        from hdsl.schedule.record import record_schedules
+        sched = record_schedules(self, schedules, scope, outputs)
+        self.sink.raise_if_any()
+        return Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename)
+
+    def finish_outputs(self, scope: Scope):
+        outputs, types = [], []
+        for decl in self.output_decls:
+            v = scope.lookup(decl.name)
+            t = BY_NAME.get(decl.type_name)
+            if isinstance(v, OutputSlot) or v is None:
+                self.sink.error(f"output '{decl.name}' is declared but never defined", decl.span,
+                                f"define it in the algorithm block: {decl.name}({', '.join('xyzw'[:decl.dims])}) = ...")
+                continue
+            if not isinstance(v, FuncVal):
+                self.sink.error(f"output '{decl.name}' must be a Func", decl.span)
+                continue
+            f = v.func
+            if f.values is None:
+                continue
+            if f.dims != decl.dims:
+                self.sink.error(f"output '{decl.name}' is declared with {decl.dims} dimensions but defined with {f.dims}",
+                                f.span or decl.span, f"change the declaration to {decl.type_name}[{f.dims}]")
+            if t is not None and len(f.types) == 1 and not f.types[0].is_error() and f.types[0] != t:
+                self.sink.error(f"output '{decl.name}' is declared {t} but its definition has type {f.types[0]}",
+                                f.span or decl.span, f"cast the value: {decl.name}(...) = {t}(...)")
+            if len(f.types) > 1:
+                self.sink.error(f"output '{decl.name}' has {len(f.types)} values; an output holds one",
+                                f.span or decl.span, "declare one output per value")
+            outputs.append(f)
+            types.append(t)
+        return outputs, types
+
+    def declaration(self, item):
+        if isinstance(item, ast.BufferDecl):
+            self.check_new_name(item.name, item.span)
+            t = self.parse_type(item.type_name, item.type_span)
+            dims = self.const_int(item.dims, self.globals)
+            if not 1 <= dims <= 8:
+                self.error(f"a buffer has 1 to 8 dimensions, not {dims}", item.dims.span)
+            if item.kind == "input":
+                buf = InputBuffer(item.name, t, dims, item.span)
+                self.inputs.append(buf)
+                self.globals.define(item.name, InputVal(buf))
+            else:
+                slot = OutputSlot(item.name, item.type_name, dims, item.span)
+                self.output_decls.append(slot)
+                self.globals.define(item.name, slot)
+        elif isinstance(item, ast.ParamDeclNode):
+            self.check_new_name(item.name, item.span)
+            t = self.parse_type(item.type_name, item.type_span)
+            default = None
+            if item.default is not None:
+                e = self.expr(item.default, self.globals, DefContext(None, []))
+                if not isinstance(e, Const):
+                    self.error("a param's default must be a literal", item.default.span)
+                if t.is_float():
+                    default = float(e.value)
+                elif t.is_bool():
+                    if not e.type.is_bool():
+                        self.error(f"param '{item.name}' is bool; its default must be true or false",
+                                   item.default.span)
+                    default = bool(e.value)
+                else:
+                    if e.type.is_float():
+                        self.error(f"param '{item.name}' is {t}; its default {e.value} is not an integer",
+                                   item.default.span, f"declare it f32, or write an integer")
+                    if not t.can_represent(int(e.value)):
+                        self.error(f"default {e.value} does not fit in {t}", item.default.span)
+                    default = int(e.value)
+            p = ParamDecl(item.name, t, default, item.span)
+            self.params.append(p)
+            self.globals.define(item.name, ExprVal(Param(item.name, t)))
+        elif isinstance(item, ast.ConstDecl):
+            self.check_new_name(item.name, item.span)
+            v = self.const_int(item.value, self.globals)
+            self.globals.define(item.name, ExprVal(Const(I32, v, literal=True)))
+        elif isinstance(item, ast.Use):
+            self.use(item)
+        elif isinstance(item, ast.FnDef):
+            self.check_new_name(item.name, item.span)
+            if len(set(item.params)) != len(item.params):
+                self.error(f"fn '{item.name}' names a parameter twice", item.span)
+            self.globals.define(item.name, FnVal(item, self.globals))
+        else:
+            self.error("unexpected item", item.span)
+
+    def check_new_name(self, name: str, span: Span):
+        if self.globals.lookup(name) is not None:
+            self.error(f"'{name}' is already defined", span, "choose another name")
+        if name in BUILTINS:
+            self.error(f"'{name}' is the name of a built-in", span, "choose another name")
+
+    def parse_type(self, name: str, span: Span) -> Type:
+        t = BY_NAME.get(name)
+        if t is None:
+            guess = did_you_mean(name, BY_NAME)
+            self.error(f"unknown type '{name}'" + (f"; did you mean '{guess}'?" if guess else ""), span,
+                       "types are bool, u8, u16, u32, u64, i8, i16, i32, i64, f16, f32, f64")
+        return t
+
+    def use(self, item: ast.Use):
+        if not item.is_path and item.target == "boundary":
+            self.uses_boundary = True
+            return
+        if item.is_path:
+            path = (Path(self.filename).parent / item.target).resolve()
+        else:
+            path = STDLIB_DIR / f"{item.target}.hl"
+        if not path.exists():
+            avail = sorted(p.stem for p in STDLIB_DIR.glob("*.hl")) + ["boundary"]
+            guess = did_you_mean(item.target, avail) if not item.is_path else None
+            self.error(f"cannot find module '{item.target}'" + (f"; did you mean '{guess}'?" if guess else ""),
+                       item.span, None if item.is_path else "standard modules: " + ", ".join(avail))
+        key = str(path)
+        if key in self.loaded:
+            return
+        self.loaded.add(key)
+        mod = parse(path.read_text(), str(path))
+        for sub in mod.items:
+            if isinstance(sub, (ast.FnDef, ast.ConstDecl, ast.Use)):
+                try:
+                    self.declaration(sub)
+                except ElabError as e:
+                    self.sink.error(e.message, e.span, e.hint)
+            else:
+                self.sink.error("a library holds only 'fn', 'const' and 'use'", sub.span,
+                                "move pipelines and algorithm blocks to the program that uses the library")
+
+    # ------------------------------------------------------------------ compile-time ints
+    def const_int(self, node: ast.Node, scope: Scope) -> int:
+        e = self.expr(node, scope, DefContext(None, []))
+        if isinstance(e, Const) and (e.type.is_int() or e.type.is_uint()):
+            return int(e.value)
+        self.error("this must be a compile-time integer", node.span,
+                   "use integer literals, consts and for-loop variables here")
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: list[ast.Node], scope: Scope, in_fn: bool):
+        for s in stmts:
+            try:
+                self.statement(s, scope, in_fn)
+            except ElabError as e:
+                self.sink.error(e.message, e.span, e.hint)
+            except RecursionError:
+                self.sink.error("expression too deeply nested", s.span)
+
+    def statement(self, s: ast.Node, scope: Scope, in_fn: bool):
+        if isinstance(s, ast.Assign):
+            self.assign(s, scope)
+        elif isinstance(s, ast.Let):
+            self.check_local_name(s.name, s.span, scope)
+            value = self.value(s.value, scope, DefContext(None, None, partial_ok=True))
+            if isinstance(value, (ExprVal, TupleVal)):
+                scope.define(s.name, value)
+            else:
+                self.error("'let' names an expression", s.value.span,
+                           "bind Funcs with 'name = ...' instead")
+        elif isinstance(s, ast.VarDecl):
+            for n in s.names:
+                self.check_local_name(n, s.span, scope)
+                scope.define(n, VarVal(n))
+        elif isinstance(s, ast.RDomDecl):
+            self.check_local_name(s.name, s.span, scope)
+            self.rdom_decl(s, scope)
+        elif isinstance(s, ast.For):
+            lo = self.const_int(s.lo, scope)
+            hi = self.const_int(s.hi, scope)
+            if hi - lo > 4096:
+                self.error("compile-time loop is too long (over 4096 iterations)", s.span)
+            for j in range(lo, hi):
+                inner = Scope(scope, block=False)
+                inner.names[s.var] = ExprVal(Const(I32, j, literal=True))
+                self.block(s.body, inner, in_fn)
+        elif isinstance(s, ast.Return):
+            if not in_fn:
+                self.error("'return' outside a fn", s.span)
+            raise _Return(self.value(s.value, scope, DefContext(None, None, partial_ok=True)))
+        elif isinstance(s, ast.ExprStmt):
+            self.expr_statement(s, scope)
+        else:
+            self.error("this statement is not allowed here", s.span)
+
+    def check_local_name(self, name: str, span: Span, scope: Scope):
+        if name in BUILTINS:
+            self.error(f"'{name}' is the name of a built-in", span, "choose another name")
+        old = scope.lookup(name)
+        if isinstance(old, (InputVal, OutputSlot)) or (isinstance(old, ExprVal) and isinstance(old.expr, Param)):
+            self.error(f"'{name}' is already defined", span, "choose another name")
+
+    def expr_statement(self, s: ast.ExprStmt, scope: Scope):
+        e = s.expr
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and e.func.name == "iir":
+            target = self.value(e.func.obj, scope, DefContext(None, None))
+            if not isinstance(target, FuncVal):
+                self.error("'.iir' applies to a Func", e.func.obj.span)
+            from hdsl.frontend.iir import add_iir
+            add_iir(self, target.func, e, scope)
+            return
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attr):
+            self.error(f"'{e.func.name}' is a scheduling directive; it belongs in a schedule block",
+                       e.func.name_span, "move it to 'schedule { ... }'")
+        self.error("this statement has no effect", s.span,
+                   "define a Func with 'f(x, y) = ...' or bind a name with 'name = ...'")
+
+    def rdom_decl(self, s: ast.RDomDecl, scope: Scope):
+        dom = s.domain
+        bounds = []
+        if isinstance(dom, ast.ListLit):
+            if not dom.items:
+                self.error("an rdom needs at least one range", dom.span)
+            for item in dom.items:
+                if not isinstance(item, ast.Range):
+                    self.error("each rdom dimension is a range 'lo..hi'", item.span, "e.g. rdom r = [0..8, 0..8]")
+                lo = self.index_expr(item.lo, scope, DefContext(None, []))
+                hi = self.index_expr(item.hi, scope, DefContext(None, []))
+                ext = self.type_rule(ops.binop, "-", hi, lo, span=item.span)
+                bounds.append((self.as_i32(lo), self.as_i32(ext)))
+        else:
+            v = self.value(dom, scope, DefContext(None, []))
+            if isinstance(v, InputVal):
+                b = v.buffer
+                bounds = [(BufferProp(b, i, "min"), BufferProp(b, i, "extent")) for i in range(b.dims)]
+            else:
+                self.error("an rdom is a list of ranges or an input buffer", dom.span,
+                           "e.g. rdom r = [0..8, 0..8] or rdom s = img")
+        if len(bounds) > 8:
+            self.error("an rdom has at most 8 dimensions", dom.span)
+        rdom = RDom(s.name, bounds, None, s.span)
+        scope.define(s.name, RDomVal(rdom))
+        if s.where is not None:
+            p = self.expr(s.where, scope, DefContext(None, []))
+            if not p.type.is_bool() and not p.type.is_error():
+                self.error(f"an rdom's 'where' condition must be bool, not {p.type}", s.where.span)
+            rdom.predicate = p
+
+    @staticmethod
+    def as_i32(e: Expr) -> Expr:
+        if isinstance(e, Const):
+            return Const(I32, int(e.value))
+        return e if e.type == I32 else ops.cast(I32, e)
+
+    # ------------------------------------------------------------------ definitions
+    def callee_target(self, node: ast.Node, scope: Scope, create: bool):
+        """The Func a left-hand side `f(...)` or `a[i](...)` names, creating it if new."""
+        if isinstance(node, ast.Name):
+            v = scope.lookup(node.id)
+            if isinstance(v, FuncVal):
+                return v.func
+            if v is None or isinstance(v, OutputSlot):
+                if node.id in BUILTINS:
+                    self.error(f"'{node.id}' is a built-in and cannot be defined", node.span, "choose another name")
+                f = self.new_func(node.id, node.span)
+                scope.define(node.id, FuncVal(f))
+                return f
+            self.error(f"'{node.id}' is {self.describe(v)}, not a Func", node.span,
+                       "choose another name for the Func")
+        if isinstance(node, ast.Index):
+            arr = self.array_for(node.obj, scope)
+            i = self.const_int(node.index, scope)
+            v = arr.elems.get(i)
+            if isinstance(v, FuncVal):
+                return v.func
+            if v is not None:
+                self.error(f"'{arr.name}[{i}]' is {self.describe(v)}, not a Func", node.span)
+            f = self.new_func(f"{arr.name}[{i}]", node.span)
+            arr.elems[i] = FuncVal(f)
+            return f
+        self.error("the left-hand side must name a Func", node.span, "e.g. f(x, y) = ...")
+
+    def array_for(self, node: ast.Node, scope: Scope) -> ArrayVal:
+        if not isinstance(node, ast.Name):
+            self.error("arrays of Funcs are indexed by name, e.g. gp[j]", node.span)
+        v = scope.lookup(node.id)
+        if v is None:
+            v = ArrayVal(node.id)
+            scope.define(node.id, v)
+        if not isinstance(v, ArrayVal):
+            self.error(f"'{node.id}' is {self.describe(v)}, not an array of Funcs", node.span)
+        return v
+
+    def assign(self, s: ast.Assign, scope: Scope):
+        target = s.target
+        if isinstance(target, ast.Call):
+            f = self.callee_target(target.func, scope, create=True)
+            self.definition(f, target, s, scope)
+            return
+        if isinstance(target, (ast.Name, ast.Index)):
+            if s.op != "=":
+                self.error(f"'{s.op}' needs a Func call on the left, e.g. f(x) {s.op} ...", target.span)
+            self.bind(target, s.value, scope)
+            return
+        self.error("cannot assign to this", target.span, "define a Func with 'f(x, y) = ...'")
+
+    def bind(self, target: ast.Node, value_node: ast.Node, scope: Scope):
+        name = target.id if isinstance(target, ast.Name) else None
+        if name is not None:
+            old = scope.lookup(name)
+            if isinstance(old, FuncVal) and old.func.defined:
+                self.error(f"'{name}' is already defined", target.span,
+                           "a Func is defined once; add update definitions with f(...) = ... instead")
+            if isinstance(old, (InputVal, FnVal)) or (isinstance(old, ExprVal) and isinstance(old.expr, Param)):
+                self.error(f"'{name}' is already defined", target.span, "choose another name")
+            if name in BUILTINS:
+                self.error(f"'{name}' is the name of a built-in", target.span, "choose another name")
+        display = name if name is not None else None
+        ctx = DefContext(None, None, partial_ok=True)
+        self.created.append([])
+        try:
+            v = self.value(value_node, scope, ctx)
+        finally:
+            made = self.created.pop()
+            if self.created:
+                self.created[-1].extend(made)
+        if isinstance(target, ast.Index):
+            arr = self.array_for(target.obj, scope)
+            i = self.const_int(target.index, scope)
+            display = f"{arr.name}[{i}]"
+        v = self.funcify(v, ctx, display, value_node.span)
+        if isinstance(v, FuncVal) and v.func in made:
+            self.rename(v.func, display, made)
+        is_output = name is not None and isinstance(scope.lookup(name), OutputSlot)
+        if is_output and isinstance(v, FuncVal) and v.func not in made:
+            # an output is its own Func: wrap an existing one
+            g = v.func
+            f = self.new_func(name, target.span)
+            f.args = [f"_{i}" for i in range(g.dims)]
+            f.values = [FuncCall(g, tuple(Var(a) for a in f.args), k, t) for k, t in enumerate(g.types)]
+            v = FuncVal(f)
+        if isinstance(target, ast.Index):
+            arr.elems[i] = v
+        else:
+            scope.define(name, v)
+
+    def rename(self, f: Func, display: str, made: list[Func]):
+        old_prefix = f.name
+        f.name = self.unique_name(display)
+        for g in made:
+            if g is not f and g.name.startswith(old_prefix.split(".")[0] + "."):
+                local = g.name.split(".", 1)[1]
+                g.name = self.unique_name(f"{f.name}.{local}")
+
+    def funcify(self, v, ctx: DefContext, name: str | None, span: Span):
+        """A value with bare Funcs in it (partial application) becomes a Func."""
+        if isinstance(v, (ExprVal, TupleVal)) and ctx.implicit_dims is not None:
+            f = self.new_func(name or "partial", span, implicit=False)
+            f.args = [f"_{i}" for i in range(ctx.implicit_dims)]
+            f.values = [v.expr] if isinstance(v, ExprVal) else list(v.items)
+            return FuncVal(f)
+        return v
+
+    def definition(self, f: Func, lhs: ast.Call, s: ast.Assign, scope: Scope):
+        arg_nodes = lhs.args
+        for a in arg_nodes:
+            if isinstance(a, ast.Range):
+                self.error("a range is not a coordinate", a.span)
+        pure_names = []
+        all_pure = True
+        for a in arg_nodes:
+            v = scope.lookup(a.id) if isinstance(a, ast.Name) else None
+            if isinstance(a, ast.Name) and (v is None or isinstance(v, VarVal)):
+                pure_names.append(a.id)
+            else:
+                all_pure = False
+        if not f.defined:
+            if s.op == "=" and all_pure:
+                dup = {n for n in pure_names if pure_names.count(n) > 1}
+                if dup:
+                    self.error(f"pure var '{sorted(dup)[0]}' appears twice on the left-hand side", lhs.span,
+                               "each argument of a pure definition is a distinct variable")
+                f.args = pure_names
+                f.span = s.span
+                try:
+                    f.values = self.rhs_values(s.value, scope, DefContext(f, pure_names))
+                except ElabError:
+                    f.values = [ops.poison()]
+                    raise
+                return
+            if s.op == "=":
+                f.args = [f"_{i}" for i in range(len(arg_nodes))]
+                f.values = [ops.poison()]
+                self.error(f"the first definition of '{f.name}' must be pure", lhs.span,
+                           "define it over plain variables first, e.g. "
+                           f"{f.name}({', '.join('xyzw'[:len(arg_nodes)]) if len(arg_nodes) <= 4 else '...'}) = 0")
+            # a reduction without a pure definition starts at the update's identity
+            f.args = [f"_{i}" for i in range(len(arg_nodes))]
+            f.span = s.span
+            f.values = None
+            self.update(f, lhs, s, scope, initial=True)
+            return
+        if len(arg_nodes) != f.dims:
+            self.error(f"'{f.name}' has {f.dims} dimensions but is defined here with {len(arg_nodes)}",
+                       lhs.span)
+        self.update(f, lhs, s, scope, initial=False)
+
+    def rhs_values(self, node: ast.Node, scope: Scope, ctx: DefContext) -> list[Expr]:
+        v = self.value(node, scope, ctx)
+        if isinstance(v, TupleVal):
+            return list(v.items)
+        if isinstance(v, ExprVal):
+            return [v.expr]
+        self.error(f"the right-hand side must be an expression, not {self.describe(v)}", node.span,
+                   self.value_hint(v))
+
+    def update(self, f: Func, lhs: ast.Call, s: ast.Assign, scope: Scope, initial: bool):
+        pure_here: list[str] = []
+        ctx = DefContext(f, pure_here)
+        args: list[Expr] = []
+        for i, a in enumerate(lhs.args):
+            v = scope.lookup(a.id) if isinstance(a, ast.Name) else None
+            if isinstance(a, ast.Name) and (v is None or isinstance(v, VarVal)):
+                if not initial and a.id != f.args[i]:
+                    if a.id in f.args:
+                        self.error(f"pure var '{a.id}' is argument {f.args.index(a.id)} of '{f.name}' "
+                                   f"but appears here as argument {i}", a.span,
+                                   "pure vars keep their positions in update definitions")
+                    if v is None:
+                        guess = did_you_mean(a.id, scope.all_names() | set(f.args))
+                        self.error(f"'{a.id}' is not defined" + (f"; did you mean '{guess}'?" if guess else ""),
+                                   a.span, f"the pure vars of '{f.name}' are {', '.join(f.args)}")
+                if initial:
+                    f.args[i] = a.id
+                pure_here.append(a.id)
+                args.append(Var(a.id))
+            else:
+                e = self.index_expr(a, scope, ctx)
+                args.append(self.as_i32(e))
+        if initial and len(set(pure_here)) != len(pure_here):
+            self.error("a pure var appears twice on the left-hand side", lhs.span)
+        rhs = self.rhs_values(s.value, scope, ctx)
+        if initial:
+            if s.op not in ("+=", "-=", "*=", "/="):
+                raise AssertionError
+            identity = 0 if s.op in ("+=", "-=") else 1
+            f.values = [Const(e.type, identity if not e.type.is_float() else float(identity))
+                        if not e.type.is_error() else e for e in rhs]
+        if len(rhs) != len(f.types):
+            self.error(f"'{f.name}' has {len(f.types)} values but this definition gives {len(rhs)}", s.value.span)
+        values = []
+        for k, e in enumerate(rhs):
+            if s.op != "=":
+                current = FuncCall(f, tuple(args), k, f.types[k])
+                e = self.type_rule(ops.binop, s.op[0], current, e, spans=[lhs.span, s.value.span], span=s.span)
+            if not e.type.is_error() and not f.types[k].is_error() and e.type != f.types[k]:
+                self.error(f"this update of '{f.name}' has type {e.type}, but '{f.name}' has type {f.types[k]}",
+                           s.value.span, f"cast it: {f.types[k]}(...)")
+            values.append(e)
+        rdoms = []
+        for e in args + values:
+            for n in walk(e):
+                if isinstance(n, RVar) and n.rdom not in rdoms:
+                    rdoms.append(n.rdom)
+        if len(rdoms) > 1:
+            self.error(f"an update definition uses one rdom, but this one uses {len(rdoms)} "
+                       f"({', '.join(r.name for r in rdoms)})", s.span, "merge them into one multi-dimensional rdom")
+        self.check_self_reads(f, args, values, s)
+        f.updates.append(Update(args, values, rdoms[0] if rdoms else None, s.span))
+
+    def check_self_reads(self, f: Func, args: list[Expr], values: list[Expr], s: ast.Assign):
+        """Halide's rule: a pure var of the update stays in its place in every self-reference."""
+        for e in values + args:
+            for n in walk(e):
+                if isinstance(n, FuncCall) and n.func is f:
+                    for i, (a, b) in enumerate(zip(args, n.args)):
+                        if isinstance(a, Var) and not (isinstance(b, Var) and b.name == a.name):
+                            self.error(f"'{f.name}' reads itself at another value of pure var '{a.name}'",
+                                       s.value.span, "a pure var must appear unchanged, in the same place, "
+                                       "in every use of the Func in its update; use an rdom for scans")
+
+    # ------------------------------------------------------------------ expressions
+    def describe(self, v) -> str:
+        return {FuncVal: "a Func", ArrayVal: "an array of Funcs", ExprVal: "an expression", VarVal: "a var",
+                RDomVal: "an rdom", InputVal: "an input", FnVal: "a fn", OutputSlot: "an output",
+                ListVal: "a list", RangeVal: "a range", TupleVal: "a tuple", DimVal: "a buffer dimension",
+                StrVal: "a string"}.get(type(v), "a value")
+
+    def value_hint(self, v) -> str | None:
+        if isinstance(v, FuncVal):
+            return f"call it with coordinates, e.g. {v.func.name}({', '.join(v.func.args) or 'x'})"
+        if isinstance(v, InputVal):
+            return f"read it with coordinates, e.g. {v.buffer.name}(x, y)"
+        if isinstance(v, RDomVal):
+            return f"use one of its dimensions, e.g. {v.rdom.name}.x"
+        return None
+
+    def expr(self, node: ast.Node, scope: Scope, ctx: DefContext) -> Expr:
+        v = self.value(node, scope, ctx)
+        if isinstance(v, ExprVal):
+            return v.expr
+        if isinstance(v, TupleVal):
+            self.error(f"a tuple of {len(v.items)} values is used where one value is expected", node.span,
+                       "pick one element with [i]")
+        self.error(f"{self.describe(v)} is used where an expression is expected", node.span, self.value_hint(v))
+
+    def index_expr(self, node: ast.Node, scope: Scope, ctx: DefContext) -> Expr:
+        e = self.expr(node, scope, ctx)
+        if e.type.is_float():
+            self.error(f"a coordinate must be an integer, not {e.type}", node.span,
+                       "convert it explicitly, e.g. i32(floor(...))")
+        if e.type.is_bool():
+            self.error("a coordinate must be an integer, not bool", node.span)
+        return e
+
+    def value(self, node: ast.Node, scope: Scope, ctx: DefContext):
+        m = getattr(self, "v_" + type(node).__name__, None)
+        if m is None:
+            self.error("unexpected syntax here", node.span)
+        return m(node, scope, ctx)
+
+    def v_IntLit(self, n, scope, ctx):
+        if n.value >= 2 ** 63:
+            self.error(f"integer literal {n.value} is too large", n.span)
+        if n.value >= 2 ** 31:
+            return ExprVal(Const(BY_NAME["i64"], n.value))
+        return ExprVal(Const(I32, n.value, literal=True))
+
+    def v_FloatLit(self, n, scope, ctx):
+        return ExprVal(ops.float_literal(n.value, n.text))
+
+    def v_BoolLit(self, n, scope, ctx):
+        return ExprVal(Const(BOOL, n.value))
+
+    def v_StrLit(self, n, scope, ctx):
+        return StrVal(n.value)
+
+    def v_Name(self, n, scope, ctx):
+        v = scope.lookup(n.id)
+        if v is None:
+            if ctx.func is not None and ctx.pure_vars is not None and n.id in ctx.func.args \
+                    and n.id not in ctx.pure_vars:
+                self.error(f"pure var '{n.id}' of '{ctx.func.name}' is not bound in this update", n.span,
+                           "an update definition may use only the pure vars on its left-hand side")
+            if ctx.pure_vars is not None and n.id in ctx.pure_vars:
+                return ExprVal(Var(n.id))
+            if n.id in BUILTINS or n.id in BOUNDARY_FNS:
+                self.error(f"built-in '{n.id}' must be called", n.span)
+            candidates = scope.all_names() | set(ctx.pure_vars or [])
+            guess = did_you_mean(n.id, candidates)
+            hint = None
+            if ctx.func is None and ctx.pure_vars is None:
+                hint = f"declare it with 'var {n.id}' if it is a pure variable"
+            self.error(f"'{n.id}' is not defined" + (f"; did you mean '{guess}'?" if guess else ""), n.span, hint)
+        if isinstance(v, VarVal):
+            if ctx.pure_vars is not None and v.name not in ctx.pure_vars:
+                if ctx.func is not None:
+                    self.error(f"'{v.name}' is not a pure var of '{ctx.func.name}'", n.span,
+                               f"its pure vars are {', '.join(ctx.pure_vars) or '(none)'}")
+                self.error(f"var '{v.name}' cannot be used here", n.span,
+                           "vars have values only inside a Func definition")
+            return ExprVal(Var(v.name))
+        if isinstance(v, ExprVal):
+            self.check_free_vars(v.expr, ctx, n)
+            return v
+        if isinstance(v, TupleVal):
+            for e in v.items:
+                self.check_free_vars(e, ctx, n)
+            return v
+        if isinstance(v, OutputSlot):
+            self.error(f"output '{n.id}' is used before it is defined", n.span)
+        return v
+
+    def check_free_vars(self, e: Expr, ctx: DefContext, n: ast.Node):
+        if ctx.pure_vars is None:
+            return
+        for node in walk(e):
+            if isinstance(node, Var) and node.name not in ctx.pure_vars and not node.name.startswith("_"):
+                where = f"'{ctx.func.name}'" if ctx.func is not None else "this context"
+                self.error(f"'{n.id if isinstance(n, ast.Name) else '...'}' uses var '{node.name}', "
+                           f"which is not a pure var of {where}", n.span,
+                           f"the pure vars here are {', '.join(ctx.pure_vars) or '(none)'}")
+
+    def as_operand(self, v, node: ast.Node, ctx: DefContext) -> Expr:
+        if isinstance(v, ExprVal):
+            return v.expr
+        if isinstance(v, FuncVal) and ctx.partial_ok:
+            return self.implicit_call(v.func, node, ctx)
+        if isinstance(v, InputVal) and ctx.partial_ok:
+            b = v.buffer
+            self.set_implicit(ctx, b.dims, node)
+            return InputCall(b, tuple(Var(f"_{i}") for i in range(b.dims)), b.type)
+        if isinstance(v, TupleVal):
+            self.error(f"a tuple of {len(v.items)} values is used where one value is expected", node.span,
+                       "pick one element with [i]")
+        self.error(f"{self.describe(v)} is used where an expression is expected", node.span, self.value_hint(v))
+
+    def set_implicit(self, ctx: DefContext, dims: int, node: ast.Node):
+        if ctx.implicit_dims is not None and ctx.implicit_dims != dims:
+            self.error(f"Funcs of {ctx.implicit_dims} and {dims} dimensions are combined point-wise", node.span)
+        ctx.implicit_dims = dims
+
+    def implicit_call(self, f: Func, node: ast.Node, ctx: DefContext) -> Expr:
+        if not f.defined:
+            self.error(f"'{f.name}' is used before it is defined", node.span)
+        if len(f.types) != 1:
+            self.error(f"'{f.name}' has {len(f.types)} values", node.span, "pick one with f(x, y)[i]")
+        self.set_implicit(ctx, f.dims, node)
+        return FuncCall(f, tuple(Var(f"_{i}") for i in range(f.dims)), 0, f.types[0])
+
+    def v_BinOp(self, n, scope, ctx):
+        a = self.as_operand(self.value(n.left, scope, ctx), n.left, ctx)
+        b = self.as_operand(self.value(n.right, scope, ctx), n.right, ctx)
+        return ExprVal(self.type_rule(ops.binop, n.op, a, b, spans=[n.left.span, n.right.span], span=n.span))
+
+    def v_UnaryOp(self, n, scope, ctx):
+        a = self.as_operand(self.value(n.operand, scope, ctx), n.operand, ctx)
+        return ExprVal(self.type_rule(ops.unary, n.op, a, spans=[n.operand.span], span=n.span))
+
+    def v_Ternary(self, n, scope, ctx):
+        c = self.as_operand(self.value(n.cond, scope, ctx), n.cond, ctx)
+        t = self.value(n.then, scope, ctx)
+        f = self.value(n.other, scope, ctx)
+        if isinstance(t, TupleVal) and isinstance(f, TupleVal):
+            if len(t.items) != len(f.items):
+                self.error("both sides of '?:' must have the same number of values", n.span)
+            return TupleVal([self.type_rule(ops.select, c, a, b, spans=[n.cond.span, n.then.span, n.other.span],
+                                            span=n.span) for a, b in zip(t.items, f.items)])
+        a = self.as_operand(t, n.then, ctx)
+        b = self.as_operand(f, n.other, ctx)
+        return ExprVal(self.type_rule(ops.select, c, a, b, spans=[n.cond.span, n.then.span, n.other.span],
+                                      span=n.span))
+
+    def v_TupleLit(self, n, scope, ctx):
+        return TupleVal([self.as_operand(self.value(i, scope, ctx), i, ctx) for i in n.items])
+
+    def v_ListLit(self, n, scope, ctx):
+        return ListVal([self.value(i, scope, ctx) for i in n.items])
+
+    def v_Range(self, n, scope, ctx):
+        return RangeVal(self.expr(n.lo, scope, ctx), self.expr(n.hi, scope, ctx))
+
+    def v_Index(self, n, scope, ctx):
+        obj = self.value(n.obj, scope, ctx)
+        if isinstance(obj, ArrayVal):
+            i = self.const_int(n.index, scope)
+            if i not in obj.elems:
+                have = sorted(obj.elems)
+                self.error(f"'{obj.name}[{i}]' is not defined", n.span,
+                           f"defined elements: {', '.join(map(str, have))}" if have else None)
+            return obj.elems[i]
+        if isinstance(obj, TupleVal):
+            i = self.const_int(n.index, scope)
+            if not 0 <= i < len(obj.items):
+                self.error(f"tuple index {i} is out of range (the tuple has {len(obj.items)} values)", n.index.span)
+            return ExprVal(obj.items[i])
+        if isinstance(obj, ListVal):
+            i = self.const_int(n.index, scope)
+            if not 0 <= i < len(obj.items):
+                self.error(f"list index {i} is out of range", n.index.span)
+            return obj.items[i]
+        if isinstance(obj, ExprVal):
+            self.error("only tuples and arrays of Funcs can be indexed with [ ]", n.span,
+                       "this value has one element")
+        self.error(f"{self.describe(obj)} cannot be indexed with [ ]", n.span, self.value_hint(obj))
+
+    def v_Attr(self, n, scope, ctx):
+        obj = self.value(n.obj, scope, ctx)
+        name = n.name
+        if isinstance(obj, RDomVal):
+            rd = obj.rdom
+            idx = "xyzw".find(name) if len(name) == 1 else -1
+            if idx < 0 or idx >= len(rd.bounds):
+                dims = ", ".join(f"{rd.name}.{'xyzw'[i]}" for i in range(min(4, len(rd.bounds))))
+                self.error(f"rdom '{rd.name}' has no dimension '{name}'", n.name_span, f"its dimensions are {dims}")
+            return ExprVal(RVar(rd, idx))
+        if isinstance(obj, (InputVal, DimVal)):
+            b = obj.buffer
+            props = {"width": (0, "extent"), "height": (1, "extent"), "channels": (2, "extent")}
+            if isinstance(obj, DimVal):
+                if name in ("min", "extent"):
+                    return ExprVal(BufferProp(b, obj.dim, name))
+                if name == "max":
+                    return ExprVal(ops.binop("-", ops.binop("+", BufferProp(b, obj.dim, "min"),
+                                                            BufferProp(b, obj.dim, "extent")), Const(I32, 1, True)))
+                self.error(f"a buffer dimension has 'min', 'extent' and 'max', not '{name}'", n.name_span)
+            if name in props:
+                d, what = props[name]
+                if d >= b.dims:
+                    self.error(f"input '{b.name}' has {b.dims} dimension{'s' if b.dims > 1 else ''}; "
+                               f"'{name}' needs {d + 1}", n.name_span)
+                return ExprVal(BufferProp(b, d, what))
+            if name == "dim":
+                self.error("'dim' takes the dimension's index", n.name_span, f"e.g. {b.name}.dim(0).extent")
+            guess = did_you_mean(name, list(props) + ["dim"])
+            self.error(f"input '{b.name}' has no property '{name}'" + (f"; did you mean '{guess}'?" if guess else ""),
+                       n.name_span, "buffer properties: width, height, channels, dim(i).min, dim(i).extent")
+        if isinstance(obj, FuncVal):
+            f = obj.func
+            if name in f.locals:
+                return FuncVal(f.locals[name])
+            self.error(f"'{f.name}' has no member '{name}'", n.name_span,
+                       ("its local Funcs are " + ", ".join(sorted(f.locals))) if f.locals else None)
+        self.error(f"{self.describe(obj)} has no member '{name}'", n.name_span)
+
+    # ------------------------------------------------------------------ calls
+    def v_Call(self, n, scope, ctx):
+        fn = n.func
+        if isinstance(fn, ast.Name) and scope.lookup(fn.id) is None:
+            return self.builtin_call(fn.id, n, scope, ctx)
+        if isinstance(fn, ast.Attr):
+            obj = self.value(fn.obj, scope, ctx)
+            if isinstance(obj, InputVal) and fn.name == "dim":
+                if len(n.args) != 1:
+                    self.error("dim takes one argument", n.span)
+                d = self.const_int(n.args[0], scope)
+                if not 0 <= d < obj.buffer.dims:
+                    self.error(f"input '{obj.buffer.name}' has no dimension {d}", n.args[0].span,
+                               f"it has dimensions 0 to {obj.buffer.dims - 1}")
+                return DimVal(obj.buffer, d)
+            if isinstance(obj, FuncVal):
+                self.error(f"'{fn.name}' is a scheduling directive; it belongs in a schedule block", fn.name_span)
+            callee = self.value(fn, scope, ctx)
+        else:
+            callee = self.value(fn, scope, ctx)
+        if isinstance(callee, FuncVal):
+            return self.func_call(callee.func, n, scope, ctx)
+        if isinstance(callee, InputVal):
+            b = callee.buffer
+            args = self.call_args(n, scope, ctx, b.dims, f"input '{b.name}'")
+            return ExprVal(InputCall(b, tuple(args), b.type))
+        if isinstance(callee, FnVal):
+            return self.fn_call(callee, n, scope, ctx)
+        if isinstance(callee, OutputSlot):
+            self.error(f"output '{callee.name}' is used before it is defined", fn.span)
+        self.error(f"{self.describe(callee)} cannot be called", fn.span, self.value_hint(callee))
+
+    def call_args(self, n, scope, ctx, dims, what) -> list[Expr]:
+        if len(n.args) != dims:
+            self.error(f"{what} has {dims} dimension{'s' if dims != 1 else ''} but is called with "
+                       f"{len(n.args)} argument{'s' if len(n.args) != 1 else ''}", n.span)
+        return [self.as_i32(self.index_expr(a, scope, ctx)) for a in n.args]
+
+    def func_call(self, f: Func, n, scope, ctx):
+        if not f.defined:
+            if ctx.func is f:
+                self.error(f"'{f.name}' is used in its own pure definition", n.span,
+                           "recursion needs an update definition over an rdom")
+            self.error(f"'{f.name}' is used before it is defined", n.span)
+        args = self.call_args(n, scope, ctx, f.dims, f"'{f.name}'")
+        if len(f.types) == 1:
+            return ExprVal(FuncCall(f, tuple(args), 0, f.types[0]))
+        return TupleVal([FuncCall(f, tuple(args), k, t) for k, t in enumerate(f.types)])
+
+    def fn_call(self, fv: FnVal, n, scope, ctx):
+        node = fv.node
+        if len(n.args) != len(node.params):
+            self.error(f"fn '{node.name}' takes {len(node.params)} argument{'s' if len(node.params) != 1 else ''}, "
+                       f"given {len(n.args)}", n.span)
+        if self.fn_depth >= MAX_FN_DEPTH:
+            self.error(f"fn '{node.name}' calls itself too deeply", n.span, "a fn may not recurse without end")
+        argv = [self.value(a, scope, DefContext(ctx.func, ctx.pure_vars, partial_ok=True)) for a in n.args]
+        inner = Scope(fv.scope)
+        for p, v in zip(node.params, argv):
+            inner.names[p] = v
+        self.fn_depth += 1
+        self.created.append([])
+        result = None
+        errors_before = len(self.sink.diagnostics)
+        try:
+            for s in node.body:
+                self.statement(s, inner, in_fn=True)
+        except _Return as r:
+            result = r.value
+        except ElabError as e:
+            # the error is inside the fn; report it there, then where it was called from
+            self.sink.error(e.message, e.span, e.hint)
+        finally:
+            made = self.created.pop()
+            self.fn_depth -= 1
+        if len(self.sink.diagnostics) > errors_before:
+            self.error(f"in this call of fn '{node.name}'", n.span)
+        if result is None:
+            self.error(f"fn '{node.name}' does not return a value", node.span, "end it with 'return ...'")
+        prefix = node.name
+        for g in made:
+            if not g.name.startswith(prefix + "."):
+                g.name = self.unique_name(f"{prefix}.{g.name.split('$')[0]}")
+        if isinstance(result, FuncVal) and result.func in made:
+            result.func.locals.update({g.name.split(".", 1)[1].split("$")[0]: g for g in made
+                                       if g is not result.func})
+        if self.created:
+            self.created[-1].extend(made)
+        return result
+
+    def builtin_call(self, name: str, n, scope, ctx):
+        if name in CAST_NAMES or name in SAT_CAST_NAMES:
+            if len(n.args) != 1:
+                self.error(f"{name}(...) takes one argument", n.span)
+            a = self.as_operand(self.value(n.args[0], scope, ctx), n.args[0], ctx)
+            if name in SAT_CAST_NAMES:
+                return ExprVal(ops.saturating_cast(BY_NAME[name[:-4]], a))
+            if ops.is_literal(a):
+                t = BY_NAME[name]
+                if not t.is_float() and not t.can_represent(int(a.value)):
+                    self.error(f"integer constant {a.value} does not fit in {t}", n.args[0].span,
+                               f"use {name}_sat(...) to clamp, or a wider type")
+            return ExprVal(ops.cast(BY_NAME[name], a))
+        if name in BUILTIN_ARITY:
+            want = BUILTIN_ARITY[name]
+            if len(n.args) != want:
+                self.error(f"{name} takes {want} argument{'s' if want != 1 else ''}, given {len(n.args)}", n.span)
+            args = [self.as_operand(self.value(a, scope, ctx), a, ctx) for a in n.args]
+            spans = [a.span for a in n.args]
+            if name == "select":
+                return ExprVal(self.type_rule(ops.select, *args, spans=spans, span=n.span))
+            return ExprVal(self.type_rule(ops.intrinsic, name, args, spans=spans, span=n.span))
+        if name in INLINE_REDUCTIONS:
+            from hdsl.frontend.reductions import inline_reduction
+            if len(n.args) != 1:
+                self.error(f"{name} takes one argument", n.span)
+            e = self.as_operand(self.value(n.args[0], scope, ctx), n.args[0], ctx)
+            return inline_reduction(self, name, e, n, ctx)
+        if name == "print":
+            if not n.args:
+                self.error("print needs at least one argument", n.span)
+            first = self.as_operand(self.value(n.args[0], scope, ctx), n.args[0], ctx)
+            rest, pieces = [], []
+            for a in n.args[1:]:
+                v = self.value(a, scope, ctx)
+                if isinstance(v, StrVal):
+                    pieces.append(v.value)
+                else:
+                    pieces.append(None)
+                    rest.append(self.as_operand(v, a, ctx))
+            return ExprVal(Intrinsic("print", (first, *rest), first.type, tuple(pieces)))
+        if name in BOUNDARY_FNS:
+            if not self.uses_boundary:
+                self.error(f"'{name}' comes from the boundary module", n.func.span, "add 'use boundary' at the top")
+            from hdsl.frontend.boundary import boundary_call
+            return boundary_call(self, name, n, scope, ctx)
+        guess = did_you_mean(name, scope.all_names() | BUILTINS | (BOUNDARY_FNS if self.uses_boundary else set()))
+        self.error(f"'{name}' is not defined" + (f"; did you mean '{guess}'?" if guess else ""), n.func.span)
+
+
+def elaborate(module: ast.Module, filename: str) -> Pipeline | None:
+    el = Elaborator(filename)
+    return el.module(module)
+
+
+def check_source(text: str, filename: str) -> Pipeline | None:
+    return elaborate(parse(text, filename), filename)
+

@@ -1,0 +1,289 @@
+"""Text → AST. Lark (LALR) with a post-lexer that makes newlines inside
+brackets insignificant, then a transformer that builds `ast` nodes with spans."""
+from __future__ import annotations
+
+import ast as pyast
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from hdsl.diagnostics import Diagnostic, HdslError, Span, register_source
+from hdsl.frontend import ast
+
+GRAMMAR_PATH = Path(__file__).resolve().parent.parent / "grammar" / "hdsl.lark"
+if not GRAMMAR_PATH.exists():   # a source checkout: the grammar lives at the top
+    GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "hdsl.lark"
+
+
+class _BracketNewlines:
+    """Drop newline tokens while inside ( ) or [ ]; braces keep them."""
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        depth = 0
+        for tok in stream:
+            if tok.type == "_NL":
+                if depth > 0:
+                    continue
+            elif tok.type in ("LPAR", "LSQB"):
+                depth += 1
+            elif tok.type in ("RPAR", "RSQB"):
+                depth = max(0, depth - 1)
+            elif tok.type in ("LBRACE", "RBRACE"):
+                depth = 0
+            yield tok
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", postlex=_BracketNewlines(),
+                propagate_positions=True, maybe_placeholders=True)
+
+
+_READABLE = {
+    "_NL": "end of line", "NAME": "a name", "INT": "an integer", "FLOAT": "a number",
+    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
+    "ASSIGN_OP": "'='", "$END": "end of file", "DOT": "'.'", "QMARK": "'?'",
+}
+
+
+def _describe(tok: Token | None) -> str:
+    if tok is None or tok.type == "$END":
+        return "end of file"
+    if tok.type == "_NL":
+        return "end of line"
+    return f"'{tok.value}'"
+
+
+class _Builder(Transformer):
+    def __init__(self, filename: str):
+        super().__init__()
+        self.filename = filename
+
+    def _span(self, meta) -> Span:
+        return Span(self.filename, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tspan(self, tok: Token) -> Span:
+        return Span(self.filename, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    # ---- top level ----
+    @v_args(meta=True)
+    def start(self, meta, items):
+        span = self._span(meta) if not meta.empty else Span(self.filename, 1, 1, 1, 1)
+        return ast.Module(span, [i for i in items if isinstance(i, ast.Node)])
+
+    @v_args(meta=True)
+    def pipeline_decl(self, meta, c):
+        return ast.PipelineDecl(self._span(meta), str(c[0]))
+
+    def _buffer(self, kind, meta, c):
+        return ast.BufferDecl(self._span(meta), kind, str(c[0]), str(c[1]), self._tspan(c[1]), c[2])
+
+    @v_args(meta=True)
+    def input_decl(self, meta, c):
+        return self._buffer("input", meta, c)
+
+    @v_args(meta=True)
+    def output_decl(self, meta, c):
+        return self._buffer("output", meta, c)
+
+    @v_args(meta=True)
+    def param_decl(self, meta, c):
+        return ast.ParamDeclNode(self._span(meta), str(c[0]), str(c[1]), self._tspan(c[1]), c[2])
+
+    @v_args(meta=True)
+    def const_decl(self, meta, c):
+        return ast.ConstDecl(self._span(meta), str(c[0]), c[1])
+
+    @v_args(meta=True)
+    def use_decl(self, meta, c):
+        tok = c[0]
+        if tok.type == "STRING":
+            return ast.Use(self._span(meta), pyast.literal_eval(str(tok)), True)
+        return ast.Use(self._span(meta), str(tok), False)
+
+    @v_args(meta=True)
+    def fn_def(self, meta, c):
+        params = [str(p) for p in c[1:-1] if p is not None]
+        return ast.FnDef(self._span(meta), str(c[0]), params, c[-1])
+
+    @v_args(meta=True)
+    def algorithm(self, meta, c):
+        return ast.AlgorithmBlock(self._span(meta), c[0])
+
+    @v_args(meta=True)
+    def schedule(self, meta, c):
+        name = str(c[0]) if c[0] is not None else None
+        return ast.ScheduleBlock(self._span(meta), name, c[1])
+
+    def block(self, c):
+        return [s for s in c if isinstance(s, ast.Node)]
+
+    # ---- statements ----
+    @v_args(meta=True)
+    def assign(self, meta, c):
+        return ast.Assign(self._span(meta), c[0], str(c[1]), c[2])
+
+    @v_args(meta=True)
+    def expr_stmt(self, meta, c):
+        return ast.ExprStmt(self._span(meta), c[0])
+
+    @v_args(meta=True)
+    def let_stmt(self, meta, c):
+        return ast.Let(self._span(meta), str(c[0]), c[1])
+
+    @v_args(meta=True)
+    def var_decl(self, meta, c):
+        return ast.VarDecl(self._span(meta), [str(t) for t in c])
+
+    @v_args(meta=True)
+    def rdom_decl(self, meta, c):
+        return ast.RDomDecl(self._span(meta), str(c[0]), c[1], c[2])
+
+    @v_args(meta=True)
+    def for_stmt(self, meta, c):
+        return ast.For(self._span(meta), str(c[0]), c[1], c[2], c[3])
+
+    @v_args(meta=True)
+    def return_stmt(self, meta, c):
+        return ast.Return(self._span(meta), c[0])
+
+    # ---- expressions ----
+    @v_args(meta=True)
+    def ternary(self, meta, c):
+        return ast.Ternary(self._span(meta), c[0], c[1], c[2])
+
+    def _bin(self, meta, c, op=None):
+        tok = c[1] if op is None else None
+        return ast.BinOp(self._span(meta), op or str(tok), c[0], c[-1],
+                         self._tspan(tok) if tok is not None else None)
+
+    @v_args(meta=True)
+    def lor(self, meta, c):
+        return self._bin(meta, c, "||")
+
+    @v_args(meta=True)
+    def land(self, meta, c):
+        return self._bin(meta, c, "&&")
+
+    @v_args(meta=True)
+    def bor(self, meta, c):
+        return self._bin(meta, c, "|")
+
+    @v_args(meta=True)
+    def bxor(self, meta, c):
+        return self._bin(meta, c, "^")
+
+    @v_args(meta=True)
+    def band(self, meta, c):
+        return self._bin(meta, c, "&")
+
+    cmp = shift = sum = product = v_args(meta=True)(lambda self, meta, c: self._bin(meta, c))
+
+    @v_args(meta=True)
+    def unary(self, meta, c):
+        return ast.UnaryOp(self._span(meta), str(c[0]), c[1])
+
+    @v_args(meta=True)
+    def call(self, meta, c):
+        return ast.Call(self._span(meta), c[0], c[1] if c[1] is not None else [])
+
+    @v_args(meta=True)
+    def index(self, meta, c):
+        return ast.Index(self._span(meta), c[0], c[1])
+
+    @v_args(meta=True)
+    def attr(self, meta, c):
+        return ast.Attr(self._span(meta), c[0], str(c[1]), self._tspan(c[1]))
+
+    def args(self, c):
+        return list(c)
+
+    @v_args(meta=True)
+    def range(self, meta, c):
+        return ast.Range(self._span(meta), c[0], c[1])
+
+    @v_args(meta=True)
+    def name(self, meta, c):
+        return ast.Name(self._tspan(c[0]), str(c[0]))
+
+    @v_args(meta=True)
+    def int_lit(self, meta, c):
+        return ast.IntLit(self._tspan(c[0]), int(str(c[0]), 0))
+
+    @v_args(meta=True)
+    def float_lit(self, meta, c):
+        text = str(c[0])
+        return ast.FloatLit(self._tspan(c[0]), float(text.rstrip("fF")), text)
+
+    @v_args(meta=True)
+    def string(self, meta, c):
+        return ast.StrLit(self._tspan(c[0]), pyast.literal_eval(str(c[0])))
+
+    @v_args(meta=True)
+    def true(self, meta, c):
+        return ast.BoolLit(self._span(meta), True)
+
+    @v_args(meta=True)
+    def false(self, meta, c):
+        return ast.BoolLit(self._span(meta), False)
+
+    @v_args(meta=True)
+    def tuple(self, meta, c):
+        return ast.TupleLit(self._span(meta), [x for x in c if x is not None])
+
+    @v_args(meta=True)
+    def list(self, meta, c):
+        return ast.ListLit(self._span(meta), c[0] if c and c[0] is not None else [])
+
+
+def _syntax_error(exc: UnexpectedInput, filename: str, text: str) -> HdslError:
+    line, col = exc.line, exc.column
+    if isinstance(exc, UnexpectedCharacters):
+        ch = text.split("\n")[line - 1][col - 1: col] if line >= 1 else "?"
+        hint = None
+        if ch in "'`":
+            hint = "strings use double quotes"
+        elif ch == ";":
+            hint = "statements end at the end of the line; no ';' is needed"
+        return HdslError(Diagnostic(f"unexpected character '{ch}'",
+                                    Span(filename, line, col, line, col + 1), hint))
+    tok = getattr(exc, "token", None)
+    expected = set(getattr(exc, "expected", None) or getattr(exc, "accepts", None) or [])
+    what = _describe(tok)
+    if tok is None or tok.type == "$END" or isinstance(exc, UnexpectedEOF):
+        lines = text.rstrip("\n").split("\n")
+        line = len(lines)
+        col = len(lines[-1]) + 1
+        return HdslError(Diagnostic("unexpected end of file", Span(filename, line, max(1, col - 1), line, col),
+                                    "a '{', '(' or '[' is not closed"))
+    span = Span(filename, tok.line, tok.column, tok.end_line or tok.line,
+                tok.end_column or tok.column + 1)
+    if tok.type == "_NL":
+        span = Span(filename, tok.line, tok.column, tok.line, tok.column + 1)
+    hint = None
+    names = sorted(_READABLE.get(e, f"'{e.lower()}'") for e in expected if not e.startswith("__"))
+    if "RPAR" in expected and tok.type == "_NL":
+        hint = "a '(' on this line is not closed"
+    elif "RSQB" in expected and tok.type == "_NL":
+        hint = "a '[' on this line is not closed"
+    elif tok.type == "RBRACE" and "_NL" in expected:
+        hint = "put the closing '}' on a line of its own"
+    elif tok.type == "ASSIGN_OP" and str(tok) == "=" and "CMP_OP" not in expected:
+        hint = "use '==' to compare; '=' defines a Func"
+    elif len(names) <= 6 and names:
+        hint = "expected " + ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
+    return HdslError(Diagnostic(f"unexpected {what}", span, hint))
+
+
+def parse(text: str, filename: str = "<string>") -> ast.Module:
+    register_source(filename, text)
+    src = text if text.endswith("\n") else text + "\n"
+    try:
+        tree = _parser().parse(src)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, filename, src) from None
+    return _Builder(filename).transform(tree)

@@ -1,0 +1,1 @@
+"""The reference evaluator: the executable definition of hdsl's semantics."""

@@ -1,0 +1,1 @@
+"""hdsl's intermediate representation: types, expressions, Funcs and analyses."""

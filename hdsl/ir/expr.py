@@ -1,0 +1,202 @@
+"""Typed expression nodes. Immutable; every node knows its element type.
+
+Semantics, one line each (Halide's):
+- Const: a scalar; `literal` marks an unsuffixed integer literal that still
+  takes the type of the other operand (Halide's C++ int overloads).
+- Var: a Func's pure variable (i32), bound by name inside one definition.
+- RVar: dimension `index` of a reduction domain (i32).
+- Param / BufferProp: run-time scalars (a param, an input's dim min/extent).
+- Cast: wraps on integer narrowing; float to int truncates toward zero.
+- BinOp: both operands have the same type. '/' on integers is Euclidean
+  (rounds toward -inf for a positive divisor), '%' is never negative, and
+  x / 0 == x % 0 == 0. Narrow unsigned arithmetic wraps. Float '%' is
+  a - b * floor(a / b). Shifts by a negative amount shift the other way.
+- Select: lane-wise choice; cond is bool, both values have the same type.
+- FuncCall / InputCall: read a Func (value `index` of a tuple) or an input buffer.
+- Intrinsic: math and other built-ins by name (see interp for the exact rules).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+from hdsl.ir.types import BOOL, I32, Type
+
+if TYPE_CHECKING:
+    from hdsl.ir.func import Func, InputBuffer, RDom
+
+ARITH_OPS = ("+", "-", "*", "/", "%", "min", "max")
+CMP_OPS = ("==", "!=", "<", "<=", ">", ">=")
+LOGIC_OPS = ("&&", "||")
+BIT_OPS = ("&", "|", "^")
+SHIFT_OPS = ("<<", ">>")
+
+
+class Expr:
+    __slots__ = ()
+    type: Type
+
+    def children(self) -> tuple["Expr", ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Const(Expr):
+    type: Type
+    value: object
+    literal: bool = False
+
+    def __repr__(self):
+        return f"{self.value}" if self.literal else f"{self.type}({self.value})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(Expr):
+    name: str
+    type: Type = I32
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RVar(Expr):
+    rdom: "RDom"
+    index: int
+    type: Type = I32
+
+    @property
+    def name(self) -> str:
+        return f"{self.rdom.name}.{'xyzw'[self.index] if self.index < 4 else self.index}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Param(Expr):
+    name: str
+    type: Type
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferProp(Expr):
+    buffer: "InputBuffer"
+    dim: int
+    what: str                 # 'min' or 'extent'
+    type: Type = I32
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cast(Expr):
+    type: Type
+    value: Expr
+    saturate: bool = False
+
+    def children(self):
+        return (self.value,)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    type: Type
+
+    def children(self):
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Unary(Expr):
+    op: str                   # '-', '!', '~'
+    a: Expr
+    type: Type
+
+    def children(self):
+        return (self.a,)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Select(Expr):
+    cond: Expr
+    t: Expr
+    f: Expr
+    type: Type
+
+    def children(self):
+        return (self.cond, self.t, self.f)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FuncCall(Expr):
+    func: "Func"
+    args: tuple[Expr, ...]
+    index: int
+    type: Type
+
+    def children(self):
+        return self.args
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class InputCall(Expr):
+    buffer: "InputBuffer"
+    args: tuple[Expr, ...]
+    type: Type
+
+    def children(self):
+        return self.args
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Intrinsic(Expr):
+    name: str
+    args: tuple[Expr, ...]
+    type: Type
+    extra: tuple = field(default=())      # e.g. print's string pieces
+
+    def children(self):
+        return self.args
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """Every node of `e`, parents before children."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children()))
+
+
+def rebuild(e: Expr, children: list[Expr]) -> Expr:
+    """`e` with new children (same order as `children()`); `e` itself if unchanged."""
+    old = e.children()
+    if all(a is b for a, b in zip(old, children)):
+        return e
+    if isinstance(e, Cast):
+        return Cast(e.type, children[0], e.saturate)
+    if isinstance(e, BinOp):
+        return BinOp(e.op, children[0], children[1], e.type)
+    if isinstance(e, Unary):
+        return Unary(e.op, children[0], e.type)
+    if isinstance(e, Select):
+        return Select(children[0], children[1], children[2], e.type)
+    if isinstance(e, FuncCall):
+        return FuncCall(e.func, tuple(children), e.index, e.type)
+    if isinstance(e, InputCall):
+        return InputCall(e.buffer, tuple(children), e.type)
+    if isinstance(e, Intrinsic):
+        return Intrinsic(e.name, tuple(children), e.type, e.extra)
+    raise TypeError(f"cannot rebuild {type(e).__name__}")
+
+
+def substitute(e: Expr, fn) -> Expr:
+    """Bottom-up rewrite: `fn(node)` returns a replacement or None to keep it."""
+    kids = [substitute(c, fn) for c in e.children()]
+    node = rebuild(e, kids) if kids else e
+    out = fn(node)
+    return node if out is None else out
+
+
+def const(t: Type, v) -> Const:
+    return Const(t, v)
+
+
+def make_bool(v: bool) -> Const:
+    return Const(BOOL, bool(v))

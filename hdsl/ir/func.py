@@ -1,0 +1,170 @@
+"""The Func graph: what the front end produces and every back end consumes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hdsl.diagnostics import Span
+from hdsl.ir.expr import Expr, FuncCall, RVar, walk
+from hdsl.ir.types import Type
+
+
+@dataclass(eq=False)
+class InputBuffer:
+    name: str
+    type: Type
+    dims: int
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class ParamDecl:
+    name: str
+    type: Type
+    default: object = None
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class RDom:
+    """A reduction domain: dims of (min, extent), iterated with dim 0 innermost."""
+    name: str
+    bounds: list[tuple[Expr, Expr]]
+    predicate: Expr | None = None
+    span: Span | None = None
+
+    @property
+    def vars(self) -> list[RVar]:
+        return [RVar(self, i) for i in range(len(self.bounds))]
+
+
+@dataclass(eq=False)
+class Update:
+    args: list[Expr]               # left-hand side coordinates
+    values: list[Expr]             # one per tuple element
+    rdom: RDom | None
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class Func:
+    name: str
+    args: list[str] = field(default_factory=list)
+    values: list[Expr] | None = None     # the pure definition
+    updates: list[Update] = field(default_factory=list)
+    span: Span | None = None
+    # Funcs created by an `fn` call that returned this one, by local name (gp[3].dx)
+    locals: dict[str, "Func"] = field(default_factory=dict)
+    # created by the compiler (inline reductions, boundary conditions, partial application)
+    implicit: bool = False
+
+    @property
+    def types(self) -> list[Type]:
+        return [v.type for v in self.values] if self.values else []
+
+    @property
+    def dims(self) -> int:
+        return len(self.args)
+
+    @property
+    def defined(self) -> bool:
+        return self.values is not None
+
+    def __repr__(self):
+        return f"Func({self.name})"
+
+
+def calls_in(exprs) -> list[Expr]:
+    """All FuncCall/InputCall nodes in the given expressions."""
+    from hdsl.ir.expr import InputCall
+    out = []
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, (FuncCall, InputCall)):
+                out.append(n)
+    return out
+
+
+def definition_exprs(f: Func):
+    """Every expression of every definition of f (LHS, RHS, rdom bounds, predicate)."""
+    exprs = list(f.values or [])
+    for u in f.updates:
+        exprs += u.args + u.values
+        if u.rdom is not None:
+            for lo, ext in u.rdom.bounds:
+                exprs += [lo, ext]
+            if u.rdom.predicate is not None:
+                exprs.append(u.rdom.predicate)
+    return exprs
+
+
+def callees(f: Func) -> list[Func]:
+    seen, out = set(), []
+    for c in calls_in(definition_exprs(f)):
+        if isinstance(c, FuncCall) and c.func is not f and id(c.func) not in seen:
+            seen.add(id(c.func))
+            out.append(c.func)
+    return out
+
+
+def topo_order(outputs: list[Func]) -> list[Func]:
+    """Funcs reachable from outputs, producers before consumers."""
+    order, state = [], {}
+
+    def visit(f):
+        stack = [(f, iter(callees(f)))]
+        state[id(f)] = 1
+        while stack:
+            g, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[id(g)] = 2
+                order.append(g)
+            elif id(nxt) not in state:
+                state[id(nxt)] = 1
+                stack.append((nxt, iter(callees(nxt))))
+
+    for f in outputs:
+        if id(f) not in state:
+            visit(f)
+    return order
+
+
+@dataclass
+class Directive:
+    """One scheduling call as written: `out.tile(x, y, xi, yi, 256, 32)`."""
+    name: str
+    args: list            # validated argument values: var names, ints, Func refs
+    span: Span | None = None
+    stage: int = -1       # -1 the pure definition, i for update(i)
+
+
+@dataclass
+class Schedule:
+    name: str | None                           # None for the default block
+    directives: dict[int, list[Directive]] = field(default_factory=dict)   # id(Func) -> calls
+    funcs: dict[int, Func] = field(default_factory=dict)
+    auto: bool = False
+    span: Span | None = None
+
+    def add(self, f: Func, d: Directive) -> None:
+        self.funcs[id(f)] = f
+        self.directives.setdefault(id(f), []).append(d)
+
+    def for_func(self, f: Func) -> list[Directive]:
+        return self.directives.get(id(f), [])
+
+
+@dataclass
+class Pipeline:
+    name: str
+    inputs: list[InputBuffer]
+    params: list[ParamDecl]
+    outputs: list[Func]
+    output_types: list[Type]
+    schedules: dict[str | None, Schedule]
+    filename: str = "<string>"
+
+    @property
+    def funcs(self) -> list[Func]:
+        return topo_order(self.outputs)

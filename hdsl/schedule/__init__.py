@@ -1,0 +1,1 @@
+"""Schedules: directives validated against the algorithm and recorded on Funcs."""

@@ -1,0 +1,343 @@
+"""Schedule blocks → validated `Directive` lists.
+
+A schedule never changes a result, so every check here is about whether the
+directive makes sense: the Func and vars exist, arities and argument kinds
+match, `compute_at` names a consumer, reductions are not raced.
+The compiler executes what is recorded; the reference evaluator ignores it.
+"""
+from __future__ import annotations
+
+from hdsl.diagnostics import did_you_mean
+from hdsl.frontend import ast
+from hdsl.frontend.values import FuncVal, Scope
+from hdsl.ir.expr import FuncCall, RVar, Var, walk
+from hdsl.ir.func import Directive, Func, Schedule, callees
+from hdsl.ir.types import I32
+
+# argument kinds: var (an existing loop var), new (a fresh name), int (compile-time),
+# func (a Func), rvar (r.x), expr (compile-time int or param); '*' repeats the last kind
+SIGNATURES: dict[str, list[list[str]]] = {
+    "compute_root": [[]], "compute_inline": [[]], "store_root": [[]], "memoize": [[]],
+    "compute_at": [["func", "var_of"]], "store_at": [["func", "var_of"]],
+    "split": [["var", "new", "new", "int"]],
+    "fuse": [["var", "var", "new"]],
+    "reorder": [["var", "var", "*"]],
+    "tile": [["var", "var", "new", "new", "int", "int"],
+             ["var", "var", "new", "new", "new", "new", "int", "int"]],
+    "vectorize": [["var"], ["var", "int"]],
+    "unroll": [["var"], ["var", "int"]],
+    "parallel": [["var"], ["var", "int"]],
+    "bound": [["var", "expr", "expr"]],
+    "estimate": [["var", "expr", "expr"]],
+    "reorder_storage": [["var", "var", "*"]],
+    "gpu_blocks": [["var"], ["var", "var"], ["var", "var", "var"]],
+    "gpu_threads": [["var"], ["var", "var"], ["var", "var", "var"]],
+    "gpu_tile": [["var", "new", "int"], ["var", "var", "new", "new", "int", "int"],
+                 ["var", "var", "new", "new", "new", "new", "int", "int"]],
+    "update": [["int"]],
+    "rfactor": [["rvar", "new"]],
+    "tile_iir": [["var", "int"]],
+}
+PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
+             "reorder_storage", "bound", "estimate", "tile_iir"}
+RACY = {"parallel", "vectorize", "gpu_blocks", "gpu_threads", "gpu_tile"}
+
+
+class _State:
+    """Loop vars of one stage, innermost first, as directives reshape them."""
+
+    def __init__(self, f: Func, stage: int):
+        self.f, self.stage = f, stage
+        if stage < 0:
+            self.vars = list(f.args)
+            self.rvars: set[str] = set()
+        else:
+            u = f.updates[stage]
+            pure = [a.name for a in u.args if isinstance(a, Var)]
+            rv = [RVar(u.rdom, i).name for i in range(len(u.rdom.bounds))] if u.rdom else []
+            self.vars = rv + pure
+            self.rvars = set(rv)
+
+
+def record_schedules(el, blocks: list[ast.ScheduleBlock], scope: Scope, outputs: list[Func]):
+    schedules: dict[str | None, Schedule] = {}
+    for blk in blocks:
+        if blk.name in schedules:
+            el.sink.error(f"schedule '{blk.name or '(default)'}' is defined twice", blk.span,
+                          "give each schedule block its own name")
+            continue
+        sched = Schedule(blk.name, span=blk.span, auto=(blk.name == "auto"))
+        schedules[blk.name] = sched
+        if blk.body is None:
+            if blk.name != "auto":
+                el.sink.error("a schedule needs a block: schedule NAME { ... }", blk.span)
+            continue
+        rec = _Recorder(el, sched, outputs)
+        rec.block(blk.body, Scope(scope, block=False))
+        rec.finish()
+    return schedules
+
+
+class _Recorder:
+    def __init__(self, el, sched: Schedule, outputs: list[Func]):
+        self.el, self.sched, self.outputs = el, sched, outputs
+        self.states: dict[tuple[int, int], _State] = {}
+        self.pending: list[tuple[Func, Directive, ast.Call]] = []
+
+    def state(self, f: Func, stage: int) -> _State:
+        key = (id(f), stage)
+        if key not in self.states:
+            self.states[key] = _State(f, stage)
+        return self.states[key]
+
+    def block(self, stmts, scope):
+        from hdsl.frontend.elaborate import ElabError
+        for s in stmts:
+            try:
+                if isinstance(s, ast.For):
+                    lo = self.el.const_int(s.lo, scope)
+                    hi = self.el.const_int(s.hi, scope)
+                    for j in range(lo, hi):
+                        inner = Scope(scope, block=False)
+                        from hdsl.frontend.values import ExprVal
+                        from hdsl.ir.expr import Const
+                        inner.names[s.var] = ExprVal(Const(I32, j, literal=True))
+                        self.block(s.body, inner)
+                elif isinstance(s, ast.ExprStmt):
+                    self.chain(s.expr, scope)
+                else:
+                    self.el.error("a schedule holds directives such as f.compute_root() and 'for' loops",
+                                  s.span, "definitions belong in the algorithm block")
+            except ElabError as e:
+                self.el.sink.error(e.message, e.span, e.hint)
+
+    def chain(self, node, scope):
+        calls = []
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attr):
+            calls.append(node)
+            node = node.func.obj
+            if isinstance(node, ast.Attr) and not isinstance(node, ast.Call):
+                # gp[3].dx: a Func's local, not a directive
+                break
+        if not calls:
+            self.el.error("expected a directive such as f.compute_root()", node.span)
+        calls.reverse()
+        f = self._func(node, scope)
+        stage = -1
+        for call in calls:
+            name = call.func.name
+            if name == "update":
+                args = self.args(f, stage, call, scope)
+                i = args[0]
+                if not 0 <= i < len(f.updates):
+                    self.el.error(f"'{f.name}' has {len(f.updates)} update definition"
+                                  f"{'s' if len(f.updates) != 1 else ''}; there is no update({i})",
+                                  call.args[0].span)
+                stage = i
+                continue
+            if stage >= 0 and name in PURE_ONLY:
+                self.el.error(f"'{name}' applies to the whole Func, not to one update", call.func.name_span,
+                              f"write {f.name}.{name}(...) without update(...)")
+            args = self.args(f, stage, call, scope)
+            self.apply(f, stage, name, args, call)
+            self.sched.add(f, Directive(name, args, call.span, stage))
+            if name == "rfactor":
+                break
+
+    def _func(self, node, scope) -> Func:
+        from hdsl.frontend.elaborate import DefContext
+        if isinstance(node, ast.Name) and scope.lookup(node.id) is None:
+            names = [n for n in scope.all_names() if isinstance(scope.lookup(n), FuncVal)]
+            guess = did_you_mean(node.id, names)
+            self.el.error(f"'{node.id}' is not a Func" + (f"; did you mean '{guess}'?" if guess else ""), node.span)
+        v = self.el.value(node, scope, DefContext(None, None))
+        if not isinstance(v, FuncVal):
+            self.el.error(f"{self.el.describe(v)} cannot be scheduled", node.span,
+                          "schedules name Funcs defined in the algorithm")
+        return v.func
+
+    def args(self, f, stage, call, scope):
+        name = call.func.name
+        sigs = SIGNATURES.get(name)
+        if sigs is None:
+            guess = did_you_mean(name, SIGNATURES)
+            self.el.error(f"unknown scheduling directive '{name}'" + (f"; did you mean '{guess}'?" if guess else ""),
+                          call.func.name_span)
+        n = len(call.args)
+        sig = None
+        for s in sigs:
+            if len(s) == n or (s and s[-1] == "*" and n >= len(s) - 1):
+                sig = s
+                break
+        if sig is None:
+            counts = sorted({len(s) for s in sigs})
+            self.el.error(f"'{name}' takes {' or '.join(map(str, counts))} argument"
+                          f"{'s' if counts != [1] else ''}, given {n}", call.span)
+        out = []
+        st = self.state(f, stage) if name != "update" else None
+        for i, a in enumerate(call.args):
+            kind = sig[i] if i < len(sig) and sig[i] != "*" else sig[-2]
+            out.append(self.arg(kind, a, st, f, scope, out))
+        return out
+
+    def _var_name(self, a) -> str | None:
+        if isinstance(a, ast.Name):
+            return a.id
+        if isinstance(a, ast.Attr) and isinstance(a.obj, ast.Name) and len(a.name) == 1:
+            return f"{a.obj.id}.{a.name}"
+        return None
+
+    def arg(self, kind, a, st, f, scope, previous):
+        el = self.el
+        if kind == "int":
+            v = el.const_int(a, scope)
+            if v <= 0 and st is not None:
+                el.error(f"this factor must be positive, not {v}", a.span)
+            return v
+        if kind == "expr":
+            from hdsl.frontend.elaborate import DefContext
+            e = el.expr(a, scope, DefContext(None, []))
+            if not (e.type.is_int() or e.type.is_uint()):
+                el.error(f"this must be an integer, not {e.type}", a.span)
+            return e
+        if kind == "func":
+            return self._func(a, scope)
+        name = self._var_name(a)
+        if name is None:
+            el.error("expected a loop variable name here", a.span)
+        if kind == "var":
+            if name not in st.vars:
+                guess = did_you_mean(name, st.vars)
+                el.error(f"'{name}' is not a loop of '{f.name}'" + ("" if st.stage < 0 else f".update({st.stage})")
+                         + (f"; did you mean '{guess}'?" if guess else ""), a.span,
+                         f"its loops are {', '.join(st.vars)} (innermost first)")
+            return name
+        if kind == "rvar":
+            if name not in st.rvars:
+                el.error(f"'{name}' is not a reduction variable of this update", a.span)
+            return name
+        if kind == "new":
+            if name in st.vars:
+                el.error(f"'{name}' is already a loop of '{f.name}'", a.span, "choose a new name")
+            if name in previous:
+                el.error(f"'{name}' is named twice", a.span)
+            return name
+        if kind == "var_of":
+            return name       # checked once every directive of the block is known
+        raise AssertionError(kind)
+
+    def apply(self, f, stage, name, args, call):
+        st = self.state(f, stage)
+        v = st.vars
+        el = self.el
+        if name == "split":
+            i = v.index(args[0])
+            v[i:i + 1] = [args[2], args[1]]
+        elif name == "fuse":
+            a, b, ab = args
+            if a == b:
+                el.error("fuse needs two different loops", call.span)
+            v.remove(b)
+            v[v.index(a)] = ab
+        elif name in ("tile", "gpu_tile") and len(args) >= 6:
+            if len(args) == 6:
+                x, y, xi, yi = args[:4]
+                xo, yo = x, y
+            else:
+                x, y, xo, yo, xi, yi = args[:6]
+            if x == y:
+                el.error(f"{name} needs two different loops", call.span)
+            for old, inner, outer in ((x, xi, xo), (y, yi, yo)):
+                i = v.index(old)
+                v[i:i + 1] = [inner, outer]
+            self._reorder(st, [xi, yi, xo, yo], call)
+        elif name == "gpu_tile":
+            i = v.index(args[0])
+            v[i:i + 1] = [args[1], args[0]]
+        elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
+            i = v.index(args[0])
+            v[i:i + 1] = [args[0] + "_i", args[0]]
+        elif name == "reorder":
+            if len(set(args)) != len(args):
+                el.error("reorder names a loop twice", call.span)
+            self._reorder(st, args, call)
+        elif name == "reorder_storage":
+            if len(set(args)) != len(args):
+                el.error("reorder_storage names a dimension twice", call.span)
+            for a in args:
+                if a not in f.args:
+                    el.error(f"'{a}' is not a dimension of '{f.name}'", call.span)
+        elif name == "bound" or name == "estimate":
+            if args[0] not in f.args:
+                el.error(f"'{name}' applies to pure vars; '{args[0]}' is not one of {f.name}'s", call.span)
+        elif name in ("compute_at", "store_at"):
+            if f in self.outputs:
+                el.error(f"output '{f.name}' is computed at the root; it cannot be computed inside another Func",
+                         call.func.name_span, "remove this directive")
+            g = args[0]
+            if g is f or not _consumes(g, f):
+                el.error(f"'{g.name}' does not use '{f.name}', so '{f.name}' cannot be computed inside it",
+                         call.args[0].span, "compute_at names a Func that reads this one")
+            self.pending.append((f, Directive(name, args, call.span, stage), call))
+        elif name == "tile_iir":
+            if not any(u.rdom is not None and u.rdom.name.startswith(f"{f.name}.iir") for u in f.updates):
+                el.error(f"'{f.name}' has no recursive filter (.iir)", call.func.name_span)
+        if name in RACY and stage >= 0:
+            for a in args:
+                if isinstance(a, str) and a in st.rvars:
+                    el.error(f"'{name}' of reduction variable '{a}' would let its iterations race", call.span,
+                             "factor the reduction with rfactor(...) first")
+
+    def _reorder(self, st: _State, names: list[str], call):
+        positions = sorted(st.vars.index(n) for n in names)
+        if st.stage >= 0 and _is_scan(st.f, st.stage):
+            rv_old = [x for x in st.vars if x in st.rvars]
+            new = list(st.vars)
+            for p, n in zip(positions, names):
+                new[p] = n
+            rv_new = [x for x in new if x in st.rvars]
+            if rv_old != rv_new:
+                self.el.error("reordering the reduction variables of this update would change its result",
+                              call.span, "it reads values that earlier iterations write")
+        for p, n in zip(positions, names):
+            st.vars[p] = n
+
+    def finish(self):
+        for f, d, call in self.pending:
+            g, var = d.args
+            loops = self.state(g, -1).vars
+            if var not in loops:
+                guess = did_you_mean(var, loops)
+                self.el.sink.error(f"'{var}' is not a loop of '{g.name}'" + (f"; did you mean '{guess}'?" if guess else ""),
+                                   call.args[1].span, f"its loops are {', '.join(loops)} (innermost first)")
+
+
+def _consumes(g: Func, f: Func) -> bool:
+    seen, stack = set(), [g]
+    while stack:
+        h = stack.pop()
+        for c in callees(h):
+            if c is f:
+                return True
+            if id(c) not in seen:
+                seen.add(id(c))
+                stack.append(c)
+    return False
+
+
+def _is_scan(f: Func, stage: int) -> bool:
+    u = f.updates[stage]
+    for e in u.values:
+        for n in walk(e):
+            if isinstance(n, FuncCall) and n.func is f:
+                if len(n.args) != len(u.args) or any(a is not b and not _same(a, b) for a, b in zip(n.args, u.args)):
+                    return True
+    return False
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Var) and isinstance(b, Var):
+        return a.name == b.name
+    if isinstance(a, RVar) and isinstance(b, RVar):
+        return a.rdom is b.rdom and a.index == b.index
+    return a is b
