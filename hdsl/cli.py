@@ -1,0 +1,203 @@
+"""`hdsl check | run`: the command line.
+
+A user error prints `file:line:col: error: …` with the line, a caret and a
+hint, and exits 1; only a bug in hdsl itself (InternalError or an unexpected
+exception) prints a traceback, and only with --debug.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError, InternalError
+
+
+def _parse_assignments(items, what) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise HdslError(f"--{what} '{item}' should be NAME=VALUE", None)
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def _param_value(p, text: str):
+    t = p.type
+    try:
+        if t.is_bool():
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        if t.is_float():
+            return float(text)
+        return int(text, 0)
+    except ValueError:
+        raise HdslError(f"--param {p.name}={text}: '{text}' is not a {t} value", None) from None
+
+
+def cmd_check(args) -> int:
+    from hdsl.frontend.elaborate import check_source
+    status = 0
+    for path in args.files:
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+            status = 1
+            continue
+        try:
+            check_source(text, path)
+        except HdslError as e:
+            print(e.render(), file=sys.stderr)
+            status = 1
+    return status
+
+
+def cmd_run(args) -> int:
+    import hdsl
+    from hdsl.runtime.images import ImageError, load_image, save_image
+
+    t0 = time.perf_counter()
+    p = hdsl.load(args.file)
+    target = args.target
+    if target == "host":
+        print("note: the native compiler is not built yet; running the reference evaluator (--target interp)",
+              file=sys.stderr)
+        target = "interp"
+    p = p.compile(target=target, schedule=args.schedule)
+    compile_s = time.perf_counter() - t0
+
+    kwargs = {}
+    given_inputs = _parse_assignments(args.input, "input")
+    input_names = {b.name: b for b in p.ir.inputs}
+    for name, path in given_inputs.items():
+        if name not in input_names:
+            raise HdslError(f"pipeline '{p.name}' has no input '{name}'", None,
+                            "its inputs: " + (", ".join(input_names) or "(none)"))
+        try:
+            arr = load_image(path)
+        except ImageError as e:
+            raise HdslError(str(e), None) from None
+        b = input_names[name]
+        if arr.ndim == 3 and b.dims == 2 and arr.shape[2] == 1:
+            arr = arr[:, :, 0]
+        if arr.dtype != b.type.dtype:
+            raise HdslError(f"input '{name}' is {b.type} but {path} holds {arr.dtype} values", None,
+                            f"declare the input as {_type_of(arr.dtype)}, or convert the image first")
+        kwargs[name] = arr
+    params = {q.name: q for q in p.ir.params}
+    for name, text in _parse_assignments(args.param, "param").items():
+        if name not in params:
+            raise HdslError(f"pipeline '{p.name}' has no param '{name}'", None,
+                            "its params: " + (", ".join(params) or "(none)"))
+        kwargs[name] = _param_value(params[name], text)
+
+    outputs = [(f.name, f) for f in p.ir.outputs]
+    dests = {}
+    for spec in args.output or []:
+        if "=" in spec and not Path(spec).exists() and spec.split("=", 1)[0].isidentifier():
+            name, path = spec.split("=", 1)
+            if name not in dict(outputs):
+                raise HdslError(f"pipeline '{p.name}' has no output '{name}'", None,
+                                "its outputs: " + ", ".join(n for n, _ in outputs))
+            dests[name] = path
+        else:
+            if len(outputs) != 1:
+                raise HdslError(f"pipeline '{p.name}' has {len(outputs)} outputs; name each one", None,
+                                "--output " + " --output ".join(f"{n}=PATH" for n, _ in outputs))
+            dests[outputs[0][0]] = spec
+    if not dests:
+        raise HdslError("no --output given", None, "e.g. --output out.png")
+
+    inputs, pvals = p._bind(kwargs)
+    if args.size:
+        try:
+            size = [int(s) for s in args.size.split(",")]
+        except ValueError:
+            raise HdslError(f"--size '{args.size}' should be W[,H[,C]]", None) from None
+        if any(s <= 0 for s in size):
+            raise HdslError(f"--size '{args.size}': every extent must be positive", None)
+        sizes = []
+        for _, f in outputs:
+            if len(size) < f.dims and inputs:
+                first = next(iter(inputs.values()))
+                size = size + list(first.shape[len(size):f.dims])
+            sizes.append(size[:f.dims])
+    else:
+        sizes = p.default_sizes(inputs)
+
+    runs = max(1, args.time or 1)
+    times = []
+    for _ in range(runs):
+        t1 = time.perf_counter()
+        result = p._run(inputs, pvals, sizes)
+        times.append(time.perf_counter() - t1)
+    results = result if isinstance(result, tuple) else (result,)
+    for (name, _), arr in zip(outputs, results):
+        if name in dests:
+            try:
+                Path(dests[name]).parent.mkdir(parents=True, exist_ok=True)
+                save_image(dests[name], arr)
+            except ImageError as e:
+                raise HdslError(str(e), None) from None
+    if args.time:
+        print(f"check+compile: {compile_s * 1e3:.1f} ms")
+        print(f"run ({target}, {runs} runs): median {np.median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")
+    return 0
+
+
+def _type_of(dtype) -> str:
+    from hdsl.ir.types import from_dtype
+    try:
+        return from_dtype(dtype).name
+    except ValueError:
+        return str(dtype)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
+    ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="check .hl files and print diagnostics")
+    c.add_argument("files", nargs="+")
+    c.set_defaults(fn=cmd_check)
+    r = sub.add_parser("run", help="run a pipeline on image files")
+    r.add_argument("file")
+    r.add_argument("--input", action="append", metavar="NAME=PATH")
+    r.add_argument("--param", action="append", metavar="NAME=VALUE")
+    r.add_argument("--output", action="append", metavar="PATH|NAME=PATH")
+    r.add_argument("--size", metavar="W[,H[,C]]")
+    r.add_argument("--target", default="host", choices=["host", "interp"])
+    r.add_argument("--schedule", metavar="NAME")
+    r.add_argument("--time", type=int, metavar="N", help="run N times; print median and min")
+    r.set_defaults(fn=cmd_run)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        return args.fn(args)
+    except HdslError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except (InternalError, Exception) as e:     # a bug in hdsl, never the user's fault
+        print(f"internal compiler error: {type(e).__name__}: {e}", file=sys.stderr)
+        print("this is a bug in hdsl; please report it with the program that triggered it"
+              + ("" if args.debug else " (rerun with --debug for a traceback)"), file=sys.stderr)
+        if args.debug:
+            traceback.print_exc()
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
