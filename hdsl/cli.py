@@ -83,7 +83,7 @@ def cmd_run(args) -> int:
         try:
             arr = load_image(path)
         except ImageError as e:
-            raise HdslError(str(e), None) from None
+            raise HdslError(e.message, None, e.hint) from None
         b = input_names[name]
         if arr.ndim == 3 and b.dims == 2 and arr.shape[2] == 1:
             arr = arr[:, :, 0]
@@ -145,7 +145,7 @@ def cmd_run(args) -> int:
                 Path(dests[name]).parent.mkdir(parents=True, exist_ok=True)
                 save_image(dests[name], arr)
             except ImageError as e:
-                raise HdslError(str(e), None) from None
+                raise HdslError(e.message, None, e.hint) from None
     if args.time:
         print(f"check+compile: {compile_s * 1e3:.1f} ms")
         print(f"run ({target}, {runs} runs): median {np.median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")

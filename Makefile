@@ -1,0 +1,38 @@
+# make demo   run examples/blur.hl on a bundled image with the reference evaluator
+# make test   run the test suite
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test test-slow clean distclean
+
+venv: $(STAMP)
+
+# Reinstall only when pyproject.toml changed since the last install (the
+# install is editable, so source edits need none).
+$(STAMP): pyproject.toml
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: venv
+	mkdir -p out
+	$(VENV)/bin/hdsl run examples/blur.hl --input img=examples/images/gray16.png \
+		--output out/blur.png --target interp
+	@echo "demo: wrote $(CURDIR)/out/blur.png (blurred examples/images/gray16.png)"
+
+test: venv
+	$(PYTHON) -m pytest -n 2 -q
+
+# the long sweeps (hypothesis with many examples) that `make test` runs in a small form
+test-slow: venv
+	$(PYTHON) -m pytest -n 2 -q -m slow
+
+# Build outputs and caches; keeps the virtual environment (see distclean).
+clean:
+	rm -rf out build dist .pytest_cache .hypothesis
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) \
+		-type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
