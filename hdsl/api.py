@@ -10,7 +10,7 @@ from hdsl.frontend.elaborate import check_source
 from hdsl.ir.func import Pipeline as PipelineIR
 from hdsl.ir.types import from_dtype
 
-TARGETS = ("interp", "host")
+TARGETS = ("interp", "host", "x86-64-avx2", "x86-64-avx512")
 
 
 def to_buffer_layout(arr: np.ndarray, dims: int) -> np.ndarray:
@@ -31,11 +31,12 @@ def from_buffer_layout(arr: np.ndarray) -> np.ndarray:
 class Pipeline:
     """A checked pipeline; call it with inputs and params as keyword arguments."""
 
-    def __init__(self, ir: PipelineIR, target: str = "interp", schedule: str | None = None):
+    def __init__(self, ir: PipelineIR, target: str = "interp", schedule: str | None = None, native=None):
         self.ir = ir
         self.target = target
         self.schedule = schedule
         self.name = ir.name
+        self.native = native
 
     @property
     def inputs(self):
@@ -49,17 +50,19 @@ class Pipeline:
     def outputs(self):
         return [(f.name, t.name if t else None, f.dims) for f, t in zip(self.ir.outputs, self.ir.output_types)]
 
-    def compile(self, target: str = "interp", schedule: str | None = None) -> "Pipeline":
+    def compile(self, target: str = "host", schedule: str | None = None, use_cache: bool = True) -> "Pipeline":
+        """A reusable compiled pipeline: target 'host' (native code), an x86-64 variant, or 'interp'."""
         if target not in TARGETS:
             raise HdslError(f"unknown target '{target}'", None, "targets: " + ", ".join(TARGETS))
-        if target != "interp":
-            raise HdslError(f"target '{target}' is not available yet: the native compiler is not built",
-                            None, "use target='interp' (the reference evaluator)")
         if schedule is not None and schedule not in self.ir.schedules:
             names = ", ".join(n for n in self.ir.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{self.name}' has no schedule '{schedule}'", None,
                             f"its named schedules: {names}")
-        return Pipeline(self.ir, target, schedule)
+        native = None
+        if target != "interp":
+            from hdsl.runtime.native import NativePipeline
+            native = NativePipeline(self.ir, schedule, target, use_cache)
+        return Pipeline(self.ir, target, schedule, native)
 
     def _bind(self, kwargs):
         inputs, params = {}, {}
@@ -136,6 +139,9 @@ class Pipeline:
             if len(size) != f.dims:
                 raise HdslError(f"output '{f.name}' has {f.dims} dimensions, but the size given has {len(size)}", None)
             boxes.append([(0, s) for s in size])
+        if self.native is not None:
+            outs = [from_buffer_layout(r) for r in self.native.run(inputs, params, sizes)]
+            return outs[0] if len(outs) == 1 else tuple(outs)
         results = realize(self.ir, inputs, params, boxes)
         outs = [from_buffer_layout(r[0]) for r in results]
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -183,6 +183,8 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
         return InputCall(e.buffer, tuple(children), e.type)
     if isinstance(e, Intrinsic):
         return Intrinsic(e.name, tuple(children), e.type, e.extra)
+    if hasattr(e, "with_children"):
+        return e.with_children(children)
     raise TypeError(f"cannot rebuild {type(e).__name__}")
 
 

@@ -1,0 +1,1 @@
+"""Back ends: LLVM IR for the host."""

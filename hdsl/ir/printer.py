@@ -1,0 +1,84 @@
+"""Readable pseudocode for expressions and loop nests (golden tests compare it)."""
+from __future__ import annotations
+
+from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
+                          Select, Unary, Var)
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, Let, LetStmt, Load, Provide, Realize,
+                          Stmt, Store)
+
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "|": 4, "^": 5, "&": 6,
+         "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
+
+
+def expr_str(e: Expr, prec: int = 0) -> str:
+    if isinstance(e, Const):
+        if e.type.is_bool():
+            return "true" if e.value else "false"
+        if e.type.is_float():
+            s = repr(float(e.value))
+            return s + ("f" if e.type.bits == 32 else "") if e.type.bits != 64 else s
+        return str(e.value) if e.type.name in ("i32",) or e.literal else f"({e.type}){e.value}"
+    if isinstance(e, (Var, RVar)):
+        return e.name
+    if isinstance(e, Param):
+        return e.name
+    if isinstance(e, BufferProp):
+        return f"{e.buffer.name}.dim({e.dim}).{e.what}"
+    if isinstance(e, Cast):
+        return f"{e.type}{'_sat' if e.saturate else ''}({expr_str(e.value)})"
+    if isinstance(e, BinOp):
+        if e.op in ("min", "max"):
+            return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+        p = _PREC[e.op]
+        s = f"{expr_str(e.a, p)} {e.op} {expr_str(e.b, p + 1)}"
+        return f"({s})" if p < prec else s
+    if isinstance(e, Unary):
+        return f"{e.op}{expr_str(e.a, 10)}"
+    if isinstance(e, Select):
+        return f"select({expr_str(e.cond)}, {expr_str(e.t)}, {expr_str(e.f)})"
+    if isinstance(e, FuncCall):
+        idx = f"[{e.index}]" if len(e.func.values or []) > 1 else ""
+        return f"{e.func.name}({', '.join(expr_str(a) for a in e.args)}){idx}"
+    if isinstance(e, InputCall):
+        return f"{e.buffer.name}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, Intrinsic):
+        return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, Load):
+        return f"{e.buffer}[{expr_str(e.index)}]"
+    if isinstance(e, Let):
+        return f"(let {e.name} = {expr_str(e.value)} in {expr_str(e.body)})"
+    return repr(e)
+
+
+def stmt_str(s: Stmt, indent: int = 0) -> str:
+    pad = "  " * indent
+    if isinstance(s, For):
+        kind = "" if s.kind == "serial" else s.kind + " "
+        return (f"{pad}{kind}for {s.var} in [{expr_str(s.min)}, {expr_str(s.min)} + {expr_str(s.extent)}):\n"
+                + stmt_str(s.body, indent + 1))
+    if isinstance(s, LetStmt):
+        return f"{pad}let {s.name} = {expr_str(s.value)}\n" + stmt_str(s.body, indent)
+    if isinstance(s, Block):
+        return "".join(stmt_str(x, indent) for x in s.stmts)
+    if isinstance(s, IfThenElse):
+        out = f"{pad}if {expr_str(s.cond)}:\n" + stmt_str(s.then, indent + 1)
+        if s.otherwise is not None:
+            out += f"{pad}else:\n" + stmt_str(s.otherwise, indent + 1)
+        return out
+    if isinstance(s, Realize):
+        b = ", ".join(f"[{expr_str(m)}, {expr_str(m)} + {expr_str(e)})" for m, e in s.bounds)
+        return f"{pad}realize {s.func.name}({b}):\n" + stmt_str(s.body, indent + 1)
+    if isinstance(s, Provide):
+        vals = ", ".join(expr_str(v) for v in s.values)
+        if len(s.values) > 1:
+            vals = f"({vals})"
+        return f"{pad}{s.func.name}({', '.join(expr_str(a) for a in s.args)}) = {vals}\n"
+    if isinstance(s, Allocate):
+        return f"{pad}allocate {s.name}: {s.type}[{expr_str(s.size)}]\n" + stmt_str(s.body, indent)
+    if isinstance(s, Store):
+        return f"{pad}{s.buffer}[{expr_str(s.index)}] = {expr_str(s.value)}\n"
+    if isinstance(s, Assert):
+        return f"{pad}assert {expr_str(s.cond)}, error {s.code}\n"
+    if isinstance(s, Evaluate):
+        return f"{pad}{expr_str(s.value)}\n"
+    return f"{pad}{s!r}\n"

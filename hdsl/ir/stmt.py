@@ -1,0 +1,136 @@
+"""Statement nodes: the loop nest that lowering builds and codegen consumes.
+
+Semantics, one line each:
+- For: run `body` for var = min .. min + extent - 1; `kind` is serial,
+  parallel (iterations on the thread pool, in any order), vectorized or
+  unrolled (a hint to codegen; the meaning is that of serial).
+- LetStmt: bind the i32/i64 scalar `name` to `value` inside `body`.
+- Block: statements in order. IfThenElse: a guard.
+- Realize: storage for Func `func` over `bounds` (min, extent per dim) in `body`.
+- Provide: write the values of `func` at `args` (before flattening).
+- Allocate / Store / Load: flat buffers (after flattening), indices in elements.
+- Assert: if `cond` is false, stop with error `code`; `info` are i64 values
+  saved for the error message (which input, which dimension, what range).
+- Evaluate: compute an expression for its effect (print).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hdsl.ir.expr import Expr
+from hdsl.ir.types import Type
+
+
+class Stmt:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class For(Stmt):
+    var: str
+    min: Expr
+    extent: Expr
+    kind: str
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LetStmt(Stmt):
+    name: str
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Block(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IfThenElse(Stmt):
+    cond: Expr
+    then: Stmt
+    otherwise: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Realize(Stmt):
+    func: object
+    bounds: tuple          # ((min, extent), ...)
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Provide(Stmt):
+    func: object
+    args: tuple
+    values: tuple
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Allocate(Stmt):
+    name: str
+    type: Type
+    size: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Store(Stmt):
+    buffer: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Assert(Stmt):
+    cond: Expr
+    code: int
+    info: tuple = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Evaluate(Stmt):
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Load(Expr):
+    buffer: str
+    index: Expr
+    type: Type
+
+    def children(self):
+        return (self.index,)
+
+    def with_children(self, c):
+        return Load(self.buffer, c[0], self.type)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(Expr):
+    """An expression-level binding (used when inlining shares a subexpression)."""
+    name: str
+    value: Expr
+    body: Expr
+    type: Type
+
+    def children(self):
+        return (self.value, self.body)
+
+    def with_children(self, c):
+        return Let(self.name, c[0], c[1], self.type)
+
+
+def block(*stmts) -> Stmt:
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, Block):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return Block(tuple(flat))

@@ -1,0 +1,1 @@
+"""Lowering: algorithm + schedule → a flat loop nest (see lower.py for the pass list)."""

@@ -1,0 +1,89 @@
+"""Storage flattening: multi-dimensional Realize/Provide/calls → flat buffers.
+
+Each Func realization becomes one Allocate per tuple value, dim 0 densest
+(or in `reorder_storage` order); an access is Σ (arg_d - min_d) * stride_d
+in 64-bit arithmetic. Inputs and outputs are addressed through the mins and
+strides of the buffers the caller passed (vars `<name>.min.<d>`,
+`<name>.stride.<d>`), and buffer properties become those vars.
+"""
+from __future__ import annotations
+
+from hdsl.ir.expr import BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Var, substitute
+from hdsl.ir.simplify import simplify
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Provide, Realize, Stmt,
+                          Store)
+from hdsl.ir.types import I32, I64
+
+
+def buffer_name(f, k: int) -> str:
+    return f.name if len(f.values) == 1 else f"{f.name}.{k}"
+
+
+def _index(name: str, args) -> Expr:
+    total = None
+    for d, a in enumerate(args):
+        rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
+        term = BinOp("*", Cast(I64, rel), Var(f"{name}.stride.{d}", I64), I64)
+        total = term if total is None else BinOp("+", total, term, I64)
+    return total if total is not None else Const(I64, 0)
+
+
+class _Flattener:
+    def __init__(self, storage_orders: dict[int, list[int]]):
+        self.orders = storage_orders
+
+    def expr(self, e: Expr) -> Expr:
+        def visit(n):
+            if isinstance(n, FuncCall):
+                name = n.func.name
+                return Load(buffer_name(n.func, n.index), _index(name, n.args), n.type)
+            if isinstance(n, InputCall):
+                return Load(n.buffer.name, _index(n.buffer.name, n.args), n.type)
+            if isinstance(n, BufferProp):
+                return Var(f"{n.buffer.name}.{n.what}.{n.dim}", I32)
+            return None
+        return substitute(e, visit)
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, For):
+            return For(s.var, self.expr(s.min), self.expr(s.extent), s.kind, self.stmt(s.body))
+        if isinstance(s, LetStmt):
+            return LetStmt(s.name, self.expr(s.value), self.stmt(s.body))
+        if isinstance(s, Block):
+            return Block(tuple(self.stmt(x) for x in s.stmts))
+        if isinstance(s, IfThenElse):
+            return IfThenElse(self.expr(s.cond), self.stmt(s.then),
+                              self.stmt(s.otherwise) if s.otherwise is not None else None)
+        if isinstance(s, Provide):
+            f = s.func
+            idx = _index(f.name, [self.expr(a) for a in s.args])
+            stores = [Store(buffer_name(f, k), idx, self.expr(v)) for k, v in enumerate(s.values)]
+            return stores[0] if len(stores) == 1 else Block(tuple(stores))
+        if isinstance(s, Realize):
+            f = s.func
+            body = self.stmt(s.body)
+            order = self.orders.get(id(f), list(range(f.dims)))
+            size: Expr = Const(I64, 1)
+            strides = {}
+            for d in order:
+                strides[d] = size
+                size = BinOp("*", size, Cast(I64, Var(f"{f.name}.extent.{d}", I32)), I64)
+            for k in reversed(range(len(f.values))):
+                body = Allocate(buffer_name(f, k), f.values[k].type, Var(f"{f.name}.size", I64), body)
+            body = LetStmt(f"{f.name}.size", simplify(size), body)
+            for d in reversed(range(f.dims)):
+                body = LetStmt(f"{f.name}.stride.{d}", simplify(strides[d]), body)
+            for d in reversed(range(f.dims)):
+                lo, ext = s.bounds[d]
+                body = LetStmt(f"{f.name}.min.{d}", self.expr(lo),
+                               LetStmt(f"{f.name}.extent.{d}", self.expr(ext), body))
+            return body
+        if isinstance(s, Assert):
+            return Assert(self.expr(s.cond), s.code, tuple(self.expr(i) for i in s.info))
+        if isinstance(s, Evaluate):
+            return Evaluate(self.expr(s.value))
+        return s
+
+
+def flatten(stmt: Stmt, storage_orders: dict[int, list[int]]) -> Stmt:
+    return _Flattener(storage_orders).stmt(stmt)

@@ -1,0 +1,429 @@
+"""Loop-nest synthesis: each Func's stages as loops shaped by its schedule,
+injected at its compute level, with storage at its store level.
+
+Assumes: definitions already have inline Funcs substituted (inline.py).
+Guarantees: every Func is produced before it is consumed, over a region
+that covers what its consumers read (bounds inference by symbolic interval
+analysis of the consumers' loop body, lower/symbolic.py) plus what its own
+update definitions touch. Loop vars are named `f.s<stage>.<var>`; each
+Func's region is bound by LetStmts `f.s0.<var>.min/max` around its
+production, so producers of producers see it symbolically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Var, substitute, walk
+from hdsl.ir.func import Directive, Func, Schedule
+from hdsl.ir.simplify import simplify
+from hdsl.ir.stmt import Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block
+from hdsl.ir.types import BOOL, I32
+from hdsl.lower.inline import Definitions
+from hdsl.lower.symbolic import box_of, expr_bounds
+
+ERR_INPUT_BOUNDS = 1
+ERR_OUTPUT_BOUNDS = 2
+ERR_BOUND_DIRECTIVE = 3
+
+
+def V(name: str) -> Var:
+    return Var(name, I32)
+
+
+def I(v: int) -> Const:
+    return Const(I32, v)
+
+
+def add(a, b):
+    return simplify(BinOp("+", a, b, I32))
+
+
+def sub(a, b):
+    return simplify(BinOp("-", a, b, I32))
+
+
+def mul(a, b):
+    return simplify(BinOp("*", a, b, I32))
+
+
+def div(a, b):
+    return simplify(BinOp("/", a, b, I32))
+
+
+@dataclass
+class Level:
+    """Where a Func is computed or stored: root, inline, or inside loop `var` of `func`'s stage."""
+    kind: str                    # 'root', 'inline', 'at'
+    func: Func | None = None
+    var: str | None = None
+
+
+@dataclass
+class FuncSchedule:
+    compute: Level
+    store: Level
+    stages: dict[int, list[Directive]] = field(default_factory=dict)   # -1 pure, i update i
+    bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)
+
+
+def func_schedules(funcs: list[Func], outputs: list[Func], sched: Schedule | None) -> dict[int, FuncSchedule]:
+    out = {}
+    for f in funcs:
+        ds = sched.for_func(f) if sched is not None else []
+        compute = Level("root") if f in outputs else Level("inline")
+        store = None
+        fs = FuncSchedule(compute, compute)
+        for d in ds:
+            if d.name == "compute_root":
+                compute = Level("root")
+            elif d.name == "compute_inline":
+                compute = Level("inline")
+            elif d.name == "compute_at":
+                compute = Level("at", d.args[0], d.args[1])
+            elif d.name == "store_root":
+                store = Level("root")
+            elif d.name == "store_at":
+                store = Level("at", d.args[0], d.args[1])
+            elif d.name == "bound":
+                fs.bounds[d.args[0]] = (d.args[1], d.args[2])
+            else:
+                fs.stages.setdefault(d.stage, []).append(d)
+        if compute.kind == "inline" and f.updates:
+            # as in Halide: a reduction left unscheduled is computed where it is used, innermost
+            compute = Level("innermost")
+        fs.compute = compute
+        fs.store = store or compute
+        out[id(f)] = fs
+    return out
+
+
+class _StageShape:
+    """The loops of one stage as directives reshape them (innermost first)."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.dims: list[str] = []          # user names, innermost first
+        self.internal: dict[str, str] = {}  # user name -> internal loop var name
+        self.bounds: dict[str, tuple[Expr, Expr]] = {}   # internal -> (min, extent)
+        self.kinds: dict[str, str] = {}
+        self.lets: list[tuple[str, Expr]] = []            # internal name := expr (creation order)
+        self.guards: list[Expr] = []
+        self.versions: dict[str, int] = {}
+
+    def fresh(self, user: str) -> str:
+        n = self.versions.get(user, 0)
+        self.versions[user] = n + 1
+        return self.prefix + user + (f"${n}" if n else "")
+
+    def add_dim(self, user: str, lo: Expr, ext: Expr, internal: str | None = None):
+        name = internal or self.fresh(user)
+        self.dims.append(user)
+        self.internal[user] = name
+        self.bounds[name] = (lo, ext)
+
+    def split(self, v: str, vo: str, vi: str, n: int, tail: str):
+        old = self.internal[v]
+        lo, ext = self.bounds[old]
+        i = self.dims.index(v)
+        outer, inner = self.fresh(vo), self.fresh(vi)
+        self.dims[i:i + 1] = [vi, vo]
+        self.internal[vo], self.internal[vi] = outer, inner
+        self.bounds[outer] = (I(0), div(add(ext, I(n - 1)), I(n)))
+        self.bounds[inner] = (I(0), I(n))
+        kind = self.kinds.pop(old, None)
+        if kind:
+            self.kinds[outer] = kind
+        base = mul(V(outer), I(n))
+        if tail == "shift":
+            base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
+        value = add(lo, add(base, V(inner)))
+        if tail == "guard":
+            # the guard skips the points past the end; the clamp (a no-op where the guard
+            # holds) lets bounds inference see that nothing past the end is touched
+            value = simplify(BinOp("min", value, sub(add(lo, ext), I(1)), I32))
+            self.guards.append(BinOp("<", add(base, V(inner)), ext, BOOL))
+        self.lets.append((old, value))
+
+    def fuse(self, a: str, b: str, ab: str):
+        ia, ib = self.internal[a], self.internal[b]
+        lo_a, ext_a = self.bounds[ia]
+        lo_b, ext_b = self.bounds[ib]
+        fused = self.fresh(ab)
+        self.dims.remove(b)
+        self.dims[self.dims.index(a)] = ab
+        self.internal[ab] = fused
+        self.bounds[fused] = (I(0), mul(ext_a, ext_b))
+        self.lets.append((ia, add(lo_a, simplify(BinOp("%", V(fused), ext_a, I32)))))
+        self.lets.append((ib, add(lo_b, div(V(fused), ext_a))))
+
+    def reorder(self, names: list[str]):
+        positions = sorted(self.dims.index(n) for n in names)
+        for p, n in zip(positions, names):
+            self.dims[p] = n
+
+    def nest(self, body: Stmt) -> Stmt:
+        for g in reversed(self.guards):
+            body = IfThenElse(simplify(g), body)
+        # a later split defines the var an earlier one uses: later lets go outside
+        for name, value in self.lets:
+            body = LetStmt(name, simplify(value), body)
+        for user in self.dims:
+            name = self.internal[user]
+            lo, ext = self.bounds[name]
+            body = For(name, simplify(lo), simplify(ext), self.kinds.get(name, "serial"), body)
+        return body
+
+
+def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage: bool, is_output: bool,
+                     f: Func) -> None:
+    tail = "roundup" if pure_stage and not is_output else "guard"
+    for d in directives:
+        a = d.args
+        if d.name == "split":
+            shape.split(a[0], a[1], a[2], a[3], tail)
+        elif d.name == "fuse":
+            shape.fuse(a[0], a[1], a[2])
+        elif d.name == "reorder":
+            shape.reorder(list(a))
+        elif d.name in ("tile", "gpu_tile") and len(a) >= 6:
+            if len(a) == 6:
+                x, y, xi, yi, w, h = a
+                xo, yo = x, y
+            else:
+                x, y, xo, yo, xi, yi, w, h = a
+            shape.split(x, xo, xi, w, tail)
+            shape.split(y, yo, yi, h, tail)
+            shape.reorder([xi, yi, xo, yo])
+            if d.name == "gpu_tile":
+                shape.kinds[shape.internal[yo]] = "parallel"
+        elif d.name == "gpu_tile":
+            shape.split(a[0], a[0], a[1], a[2], tail)
+            shape.kinds[shape.internal[a[0]]] = "parallel"
+        elif d.name in ("vectorize", "unroll", "parallel"):
+            kind = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel"}[d.name]
+            v = a[0]
+            if len(a) == 2:
+                shape.split(v, v, v + "_i", a[1], tail)
+                target = v + "_i" if d.name != "parallel" else v
+            else:
+                target = v
+            shape.kinds[shape.internal[target]] = kind
+        elif d.name in ("gpu_blocks", "gpu_threads"):
+            # host emulation: blocks run on the thread pool, threads serially
+            if d.name == "gpu_blocks":
+                shape.kinds[shape.internal[a[-1]]] = "parallel"
+        elif d.name in ("memoize", "estimate", "reorder_storage", "update"):
+            pass
+        else:
+            raise HdslError(f"'{d.name}' is not supported by the native compiler yet", d.span,
+                            "run this schedule with --target interp, or remove the directive")
+
+
+class LoopBuilder:
+    def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
+        self.defs, self.scheds, self.outputs = defs, scheds, outputs
+
+    # ---------------------------------------------------------------- one Func's production
+    def stage_nest(self, f: Func, stage: int) -> Stmt:
+        d = self.defs[id(f)]
+        fs = self.scheds[id(f)]
+        prefix = f"{f.name}.s{stage}."
+        shape = _StageShape(prefix)
+        is_output = f in self.outputs
+        if stage == 0:
+            for a in f.args:
+                lo, hi = V(f"{f.name}.s0.{a}.min"), V(f"{f.name}.s0.{a}.max")
+                shape.add_dim(a, lo, add(sub(hi, lo), I(1)))
+            mapping = {a: V(shape.internal[a]) for a in f.args}
+            args = [mapping[a] for a in f.args]
+            values = [self._subst(v, mapping, {}) for v in d.values]
+            body: Stmt = Provide(f, tuple(args), tuple(values))
+            directives = fs.stages.get(-1, [])
+        else:
+            u = d.updates[stage - 1]
+            rv_names = []
+            if u.rdom is not None:
+                for i, (lo, ext) in enumerate(u.rdom.bounds):
+                    user = RVar(u.rdom, i).name
+                    rv_names.append(user)
+                    shape.add_dim(user, lo, ext)
+            for i, a in enumerate(u.args):
+                if isinstance(a, Var):
+                    lo, hi = V(f"{f.name}.{a.name}.req.min"), V(f"{f.name}.{a.name}.req.max")
+                    shape.add_dim(a.name, lo, add(sub(hi, lo), I(1)))
+            mapping = {a.name: V(shape.internal[a.name]) for a in u.args if isinstance(a, Var)}
+            rmap = {i: V(shape.internal[n]) for i, n in enumerate(rv_names)}
+            args = [self._subst(a, mapping, rmap, u.rdom) for a in u.args]
+            values = [self._subst(v, mapping, rmap, u.rdom) for v in u.values]
+            body = Provide(f, tuple(args), tuple(values))
+            if u.rdom is not None and u.rdom.predicate is not None:
+                body = IfThenElse(self._subst(u.rdom.predicate, mapping, rmap, u.rdom), body)
+            directives = fs.stages.get(stage - 1, [])
+        apply_directives(shape, directives, stage == 0, is_output, f)
+        return shape.nest(body)
+
+    @staticmethod
+    def _subst(e: Expr, mapping: dict, rmap: dict, rdom=None) -> Expr:
+        def visit(n):
+            if isinstance(n, Var) and n.name in mapping:
+                return mapping[n.name]
+            if isinstance(n, RVar) and rdom is not None and n.rdom is rdom and n.index in rmap:
+                return rmap[n.index]
+            return None
+        return substitute(e, visit)
+
+    def production(self, f: Func) -> Stmt:
+        stages = [self.stage_nest(f, 0)] + [self.stage_nest(f, i + 1) for i in range(len(f.updates))]
+        return block(*stages)
+
+    def footprint(self, f: Func) -> list:
+        """Box that f's updates touch, given its required region f.<v>.req.min/max."""
+        d = self.defs[id(f)]
+        boxes = []
+        for u in d.updates:
+            scope = {}
+            for a in u.args:
+                if isinstance(a, Var):
+                    scope[a.name] = (V(f"{f.name}.{a.name}.req.min"), V(f"{f.name}.{a.name}.req.max"))
+            if u.rdom is not None:
+                for i, (lo, ext) in enumerate(u.rdom.bounds):
+                    scope[("rvar", id(u.rdom), i)] = (lo, sub(add(lo, ext), I(1)))
+            boxes.append([expr_bounds(a, scope) for a in u.args])
+            for e in u.values + u.args:
+                for n in walk(e):
+                    if isinstance(n, FuncCall) and n.func is f:
+                        boxes.append([expr_bounds(a, scope) for a in n.args])
+        return boxes
+
+    def wrap_compute(self, f: Func, body: Stmt, required) -> Stmt:
+        """Lets for f's region around (production of f; body)."""
+        fs = self.scheds[id(f)]
+        for dim, (lo, hi) in enumerate(required):
+            if lo is None or hi is None:
+                raise HdslError(f"cannot tell which part of '{f.name}' is needed: its "
+                                f"{'xyc'[dim] if dim < 3 else 'dim ' + str(dim)} coordinate is unbounded",
+                                f.span, "clamp data-dependent coordinates, e.g. f(clamp(i32(v), 0, 255))")
+        region = [list(r) for r in required]
+        for box in self.footprint(f):
+            for dim, (lo, hi) in enumerate(box):
+                if lo is None or hi is None:
+                    raise HdslError(f"cannot tell which part of '{f.name}' its update writes: coordinate {dim} "
+                                    "is unbounded", f.span, "clamp computed coordinates into a fixed range")
+                region[dim][0] = simplify(BinOp("min", region[dim][0], lo, I32))
+                region[dim][1] = simplify(BinOp("max", region[dim][1], hi, I32))
+        checks = []
+        for a, (blo, bext) in fs.bounds.items():
+            dim = f.args.index(a)
+            bmax = sub(add(blo, bext), I(1))
+            checks.append(Assert(BinOp("&&", BinOp("<=", blo, V(f"{f.name}.{a}.req.min"), BOOL),
+                                       BinOp(">=", bmax, V(f"{f.name}.{a}.req.max"), BOOL), BOOL),
+                                 ERR_BOUND_DIRECTIVE, ()))
+            region[dim] = [blo, bmax]
+        inner = block(*checks, self.production(f), body)
+        for dim, a in reversed(list(enumerate(f.args))):
+            inner = LetStmt(f"{f.name}.s0.{a}.min", region[dim][0],
+                            LetStmt(f"{f.name}.s0.{a}.max", region[dim][1], inner))
+        for dim, a in reversed(list(enumerate(f.args))):
+            inner = LetStmt(f"{f.name}.{a}.req.min", simplify(required[dim][0]),
+                            LetStmt(f"{f.name}.{a}.req.max", simplify(required[dim][1]), inner))
+        return inner
+
+    def realize(self, f: Func, body: Stmt) -> Stmt:
+        box = box_of(body, f, f.dims)
+        if box is None:
+            return body
+        bounds = []
+        for dim, (lo, hi) in enumerate(box):
+            if lo is None or hi is None:
+                raise HdslError(f"cannot tell how much storage '{f.name}' needs", f.span,
+                                "clamp data-dependent coordinates into a fixed range")
+            bounds.append((simplify(lo), simplify(add(sub(hi, lo), I(1)))))
+        return Realize(f, tuple(bounds), body)
+
+
+def find_loop_var(stmt: Stmt, prefix: str, user_var: str) -> list[str]:
+    """Internal names of loops `prefix<var>` (any version) in stmt, outermost first."""
+    found = []
+
+    def visit(s):
+        if isinstance(s, For):
+            base = s.var.split("$")[0]
+            if base == prefix + user_var:
+                found.append(s.var)
+            visit(s.body)
+        elif isinstance(s, (LetStmt, Realize)):
+            visit(s.body)
+        elif isinstance(s, Block):
+            for x in s.stmts:
+                visit(x)
+        elif isinstance(s, IfThenElse):
+            visit(s.then)
+            if s.otherwise is not None:
+                visit(s.otherwise)
+    visit(stmt)
+    return found
+
+
+def inject_at_loop(stmt: Stmt, loop_var: str, fn) -> tuple[Stmt, bool]:
+    """Replace the body of loop `loop_var` by fn(body)."""
+    done = [False]
+
+    def visit(s):
+        if isinstance(s, For):
+            if s.var == loop_var and not done[0]:
+                done[0] = True
+                return For(s.var, s.min, s.extent, s.kind, fn(s.body))
+            b = visit(s.body)
+            return s if b is s.body else For(s.var, s.min, s.extent, s.kind, b)
+        if isinstance(s, LetStmt):
+            b = visit(s.body)
+            return s if b is s.body else LetStmt(s.name, s.value, b)
+        if isinstance(s, Realize):
+            b = visit(s.body)
+            return s if b is s.body else Realize(s.func, s.bounds, b)
+        if isinstance(s, Block):
+            new = [visit(x) for x in s.stmts]
+            return s if all(a is b for a, b in zip(new, s.stmts)) else Block(tuple(new))
+        if isinstance(s, IfThenElse):
+            t = visit(s.then)
+            o = visit(s.otherwise) if s.otherwise is not None else None
+            return s if t is s.then and o is s.otherwise else IfThenElse(s.cond, t, o)
+        return s
+    out = visit(stmt)
+    return out, done[0]
+
+
+def innermost_loop_using(stmt: Stmt, f: Func) -> str | None:
+    """The innermost loop whose body contains every use of f (for unscheduled reductions)."""
+    best = [None]
+
+    def uses(s) -> bool:
+        return box_of(s, f, f.dims, reads=True, writes=False) is not None
+
+    def visit(s, current):
+        if isinstance(s, For):
+            if uses(s.body):
+                best[0] = s.var
+                inner = [x for x in _children(s.body) if uses(x)]
+                if len(inner) == 1:
+                    visit(inner[0], s.var)
+            return
+        for x in _children(s):
+            if uses(x):
+                visit(x, current)
+
+    def _children(s):
+        if isinstance(s, Block):
+            return list(s.stmts)
+        if isinstance(s, (LetStmt, Realize)):
+            return [s.body]
+        if isinstance(s, IfThenElse):
+            return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
+        if isinstance(s, For):
+            return [s]
+        return []
+    top = [x for x in _children(stmt) if uses(x)] if not isinstance(stmt, For) else [stmt]
+    if len(top) == 1:
+        visit(top[0], None)
+    return best[0]

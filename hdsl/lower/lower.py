@@ -1,0 +1,149 @@
+"""The lowering pipeline: algorithm + schedule → a flat loop nest. Read top to bottom."""
+from __future__ import annotations
+
+import time
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.expr import BinOp, Const, Var
+from hdsl.ir.func import Pipeline, Schedule, topo_order
+from hdsl.ir.printer import stmt_str
+from hdsl.ir.simplify import simplify
+from hdsl.ir.stmt import Assert, Evaluate, Stmt, block
+from hdsl.ir.types import BOOL, I32
+from hdsl.lower.flatten import flatten
+from hdsl.lower.inline import inline_definitions
+from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, func_schedules,
+                              inject_at_loop, innermost_loop_using)
+from hdsl.lower.symbolic import box_of
+
+PASSES = ("schedule_functions", "bounds_checks", "flatten")
+
+
+def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
+    if name is not None:
+        if name not in p.schedules:
+            names = ", ".join(n for n in p.schedules if n) or "(none)"
+            raise HdslError(f"pipeline '{p.name}' has no schedule '{name}'", None, f"its named schedules: {names}")
+        return p.schedules[name]
+    if "cpu" in p.schedules:
+        return p.schedules["cpu"]
+    return p.schedules.get(None)
+
+
+class Lowered:
+    def __init__(self, stmt: Stmt, pipeline: Pipeline, stages: dict[str, Stmt], timings: dict[str, float]):
+        self.stmt, self.pipeline, self.stages, self.timings = stmt, pipeline, stages, timings
+
+
+def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
+    funcs = topo_order(p.outputs)
+    scheds = func_schedules(funcs, p.outputs, sched)
+    inlined = {id(f) for f in funcs if scheds[id(f)].compute.kind == "inline" and f not in p.outputs}
+    defs = inline_definitions(funcs, inlined)
+    lb = LoopBuilder(defs, scheds, p.outputs)
+    stmt: Stmt = Evaluate(Const(I32, 0))
+    # outputs: consumers first, so that each output's production precedes its consumers'
+    for f in reversed([g for g in funcs if g in p.outputs]):
+        required = [(Var(f"{f.name}.min.{d}", I32),
+                     simplify(BinOp("-", BinOp("+", Var(f"{f.name}.min.{d}", I32),
+                                               Var(f"{f.name}.extent.{d}", I32), I32), Const(I32, 1), I32)))
+                    for d in range(f.dims)]
+        stmt = lb.wrap_compute(f, stmt, required)
+    for f in reversed(funcs):
+        if id(f) in inlined or f in p.outputs:
+            continue
+        fs = scheds[id(f)]
+        level = fs.compute
+        site = None
+        if level.kind == "at":
+            g, v = level.func, level.var
+            for stage in range(1 + len(g.updates)):
+                for loop in find_loop_var(stmt, f"{g.name}.s{stage}.", v):
+                    site = loop
+                    break
+                if site:
+                    break
+            if site is None:
+                raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
+                                "loop (is it computed inline?)", None, f"schedule '{g.name}' too, e.g. compute_root()")
+        elif level.kind == "innermost":
+            site = innermost_loop_using(stmt, f)
+
+        def compute(body, f=f):
+            required = box_of(body, f, f.dims, reads=True, writes=False)
+            if required is None:
+                return body
+            out = lb.wrap_compute(f, body, required)
+            return lb.realize(f, out) if fs.store == fs.compute or fs.compute.kind == "innermost" else out
+        if site is None:
+            stmt = compute(stmt)
+        else:
+            stmt, _ = inject_at_loop(stmt, site, compute)
+        if fs.store != fs.compute and fs.compute.kind != "innermost":
+            st = fs.store
+            if st.kind == "root":
+                stmt = lb.realize(f, stmt)
+            else:
+                loops = find_loop_var(stmt, f"{st.func.name}.s0.", st.var)
+                if not loops:
+                    raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
+                                    "such loop", None)
+                stmt, _ = inject_at_loop(stmt, loops[0], lambda b, f=f: lb.realize(f, b))
+    return stmt
+
+
+def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
+    """Before any memory is touched: every input covers what is read, every output what is written."""
+    checks = []
+    for idx, b in enumerate(p.inputs):
+        box = box_of(stmt, b, b.dims, reads=True, writes=False)
+        if box is None:
+            continue
+        for d, (lo, hi) in enumerate(box):
+            if lo is None or hi is None:
+                raise HdslError(f"cannot tell which part of input '{b.name}' is read", b.span,
+                                "clamp data-dependent coordinates, or use a boundary condition")
+            mn = Var(f"{b.name}.min.{d}", I32)
+            mx = BinOp("-", BinOp("+", mn, Var(f"{b.name}.extent.{d}", I32), I32), Const(I32, 1), I32)
+            ok = BinOp("&&", BinOp(">=", lo, mn, BOOL), BinOp("<=", hi, mx, BOOL), BOOL)
+            checks.append(Assert(simplify(ok), ERR_INPUT_BOUNDS, (Const(I32, idx), Const(I32, d), lo, hi)))
+    for idx, f in enumerate(p.outputs):
+        box = box_of(stmt, f, f.dims, reads=True, writes=True)
+        for d, (lo, hi) in enumerate(box or []):
+            mn = Var(f"{f.name}.min.{d}", I32)
+            mx = BinOp("-", BinOp("+", mn, Var(f"{f.name}.extent.{d}", I32), I32), Const(I32, 1), I32)
+            ok = BinOp("&&", BinOp(">=", lo, mn, BOOL), BinOp("<=", hi, mx, BOOL), BOOL)
+            checks.append(Assert(simplify(ok), ERR_OUTPUT_BOUNDS, (Const(I32, idx), Const(I32, d), lo, hi)))
+    return block(*checks, stmt)
+
+
+def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Lowered:
+    sched = choose_schedule(p, schedule, target)
+    stages, timings = {}, {}
+
+    def run(name, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        timings[name] = time.perf_counter() - t0
+        stages[name] = out
+        return out
+
+    stmt = run("schedule_functions", schedule_functions, p, sched)
+    stmt = run("bounds_checks", bounds_checks, p, stmt)
+    orders = {}
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            for d in ds:
+                if d.name == "reorder_storage":
+                    f = sched.funcs[fid]
+                    order = [f.args.index(a) for a in d.args]
+                    orders[fid] = order + [i for i in range(f.dims) if i not in order]
+    stmt = run("flatten", flatten, stmt, orders)
+    return Lowered(stmt, p, stages, timings)
+
+
+def lowered_text(p: Pipeline, schedule: str | None = None, after: str = "schedule_functions") -> str:
+    low = lower(p, schedule)
+    if after not in low.stages:
+        raise HdslError(f"unknown pass '{after}'", None, "passes: " + ", ".join(PASSES))
+    return stmt_str(low.stages[after])

@@ -1,0 +1,90 @@
+"""A pipeline compiled to native code: lowering + LLVM codegen + JIT, called with NumPy arrays."""
+from __future__ import annotations
+
+import ctypes
+import re
+import time
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.func import Pipeline
+from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+
+DIM_NAMES = "xyc"
+
+
+def _dim(d: int) -> str:
+    return DIM_NAMES[d] if d < 3 else f"dim {d}"
+
+
+class NativePipeline:
+    def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
+        from hdsl.codegen.llvm import generate
+        from hdsl.lower.lower import lower
+        from hdsl.runtime.jit import CompiledFunction
+        t0 = time.perf_counter()
+        self.p = p
+        self.lowered = lower(p, schedule, target)
+        name = "hdsl_" + re.sub(r"\W", "_", p.name)
+        self.module = generate(p, self.lowered.stmt, name)
+        self.llvm_ir = str(self.module)
+        t1 = time.perf_counter()
+        self.fn = CompiledFunction(self.llvm_ir, name, target, use_cache)
+        t2 = time.perf_counter()
+        self.timings = {"lower": t1 - t0, "llvm": t2 - t1, "cached": self.fn.cached}
+
+    def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes) -> list[np.ndarray]:
+        """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order."""
+        from hdsl.runtime.jit import make_buffer
+        keep = []
+        ptrs = []
+        for b in self.p.inputs:
+            arr = inputs[b.name]
+            s = make_buffer(arr)
+            keep.append((arr, s))
+            ptrs.append(ctypes.addressof(s))
+        for prm in self.p.params:
+            v = np.array(params[prm.name]).astype(prm.type.dtype if not prm.type.is_bool() else np.uint8)
+            cell = np.ascontiguousarray(v.reshape(1))
+            keep.append(cell)
+            ptrs.append(cell.ctypes.data)
+        outs = []
+        for f, size in zip(self.p.outputs, sizes):
+            t = f.values[0].type
+            # allocate in the user's (H, W, C) layout and pass the [x, y, c] view
+            shape_user = list(size)
+            if len(shape_user) >= 2:
+                shape_user[0], shape_user[1] = shape_user[1], shape_user[0]
+            arr_user = np.empty(shape_user, dtype=t.dtype)
+            view = arr_user.transpose((1, 0) + tuple(range(2, arr_user.ndim))) if arr_user.ndim >= 2 else arr_user
+            s = make_buffer(view)
+            keep.append((arr_user, s))
+            ptrs.append(ctypes.addressof(s))
+            outs.append(view)
+        code, info = self.fn(ptrs)
+        if code != 0:
+            raise self.error(code, info, inputs, sizes)
+        return outs
+
+    def error(self, code: int, info, inputs, sizes) -> HdslError:
+        if code == ERR_INPUT_BOUNDS:
+            b = self.p.inputs[info[0]]
+            d = info[1]
+            ext = inputs[b.name].shape[d]
+            return HdslError(f"input '{b.name}' is read at {_dim(d)} = {info[2]} .. {info[3]}, but the buffer "
+                             f"covers {_dim(d)} = 0 .. {ext - 1}", None,
+                             "shrink the output, or wrap the input in a boundary condition:\n"
+                             f"`use boundary` and `clamped = repeat_edge({b.name})`")
+        if code == ERR_OUTPUT_BOUNDS:
+            f = self.p.outputs[info[0]]
+            d = info[1]
+            return HdslError(f"output '{f.name}' is written at {_dim(d)} = {info[2]} .. {info[3]}, but the buffer "
+                             f"covers {_dim(d)} = 0 .. {sizes[info[0]][d] - 1}", None,
+                             "make the output larger, or keep computed coordinates within it")
+        if code == ERR_BOUND_DIRECTIVE:
+            return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
+                             "widen the bound, or shrink the output")
+        if code == 4:
+            return HdslError("out of memory", None)
+        return HdslError(f"the compiled pipeline failed with error code {code}", None)
