@@ -66,11 +66,7 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     p = hdsl.load(args.file)
     target = args.target
-    if target == "host":
-        print("note: the native compiler is not built yet; running the reference evaluator (--target interp)",
-              file=sys.stderr)
-        target = "interp"
-    p = p.compile(target=target, schedule=args.schedule)
+    p = p.compile(target=target, schedule=args.schedule, use_cache=not args.no_cache)
     compile_s = time.perf_counter() - t0
 
     kwargs = {}
@@ -147,7 +143,8 @@ def cmd_run(args) -> int:
             except ImageError as e:
                 raise HdslError(e.message, None, e.hint) from None
     if args.time:
-        print(f"check+compile: {compile_s * 1e3:.1f} ms")
+        cached = p.native is not None and p.native.timings.get("cached")
+        print(f"compile: {compile_s * 1e3:.1f} ms" + (" (from the cache)" if cached else ""))
         print(f"run ({target}, {runs} runs): median {np.median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")
     return 0
 
@@ -158,6 +155,32 @@ def _type_of(dtype) -> str:
         return from_dtype(dtype).name
     except ValueError:
         return str(dtype)
+
+
+def cmd_lower(args) -> int:
+    import hdsl
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import PASSES, lower
+    p = hdsl.load(args.file)
+    if args.emit in ("llvm", "asm"):
+        from hdsl.codegen.llvm import generate
+        low = lower(p.ir, args.schedule, args.target)
+        module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
+        if args.emit == "llvm":
+            print(module)
+        else:
+            from hdsl.runtime.jit import assembly
+            print(assembly(module, args.target))
+        return 0
+    low = lower(p.ir, args.schedule, args.target)
+    after = args.print_after or PASSES[-1]
+    if after not in low.stages:
+        raise HdslError(f"unknown pass '{after}'", None, "passes: " + ", ".join(PASSES))
+    print(stmt_str(low.stages[after]), end="")
+    if args.timings:
+        for name in PASSES:
+            print(f"# {name}: {low.timings[name] * 1e3:.2f} ms", file=sys.stderr)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,10 +196,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--param", action="append", metavar="NAME=VALUE")
     r.add_argument("--output", action="append", metavar="PATH|NAME=PATH")
     r.add_argument("--size", metavar="W[,H[,C]]")
-    r.add_argument("--target", default="host", choices=["host", "interp"])
+    r.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512", "interp"])
     r.add_argument("--schedule", metavar="NAME")
     r.add_argument("--time", type=int, metavar="N", help="run N times; print median and min")
+    r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
     r.set_defaults(fn=cmd_run)
+    lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
+    lo.add_argument("file")
+    lo.add_argument("--schedule", metavar="NAME")
+    lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"])
+    lo.add_argument("--print-after", metavar="PASS", help="show the loop nest after this pass")
+    lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
+    lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt")
+    lo.set_defaults(fn=cmd_lower)
     return ap
 
 

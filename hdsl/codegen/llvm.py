@@ -21,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
-from hdsl.ir.expr import (BinOp, Cast, Const, Expr, Intrinsic, Select, Unary, Var, walk)
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
@@ -271,7 +271,7 @@ class CodeGen:
         t = e.type
         if isinstance(e, Const):
             return _c(t, e.value)
-        if isinstance(e, Var):
+        if isinstance(e, (Var, Param)):
             v = st.syms.get(e.name)
             if v is None:
                 raise InternalError(f"codegen: unbound variable {e.name}")
@@ -632,7 +632,7 @@ def _free_names(s: Stmt) -> set[str]:
 
     def ex(e: Expr):
         for n in walk(e):
-            if isinstance(n, Var):
+            if isinstance(n, (Var, Param)):
                 names.add(n.name)
             elif isinstance(n, Load):
                 names.add(n.buffer)
