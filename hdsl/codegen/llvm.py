@@ -54,6 +54,35 @@ def _c(t: Type, v) -> ir.Constant:
     return ir.Constant(lt, int(v) & ((1 << t.bits) - 1))
 
 
+class Ramp:
+    """The vector <base, base + stride, …, base + (lanes - 1) * stride> of a vectorized loop's index."""
+
+    def __init__(self, base: ir.Value, stride: int, lanes: int):
+        self.base, self.stride, self.lanes = base, stride, lanes
+
+
+def shaped(ref, scalar_type: ir.Type) -> ir.Type:
+    """scalar_type, or a vector of it with ref's lane count when ref is a vector."""
+    rt = ref.type if isinstance(ref, ir.Value) else ref
+    if isinstance(rt, ir.VectorType):
+        return ir.VectorType(scalar_type, rt.count)
+    return scalar_type
+
+
+def K(ref, value) -> ir.Constant:
+    """A constant of ref's type (splat across lanes for a vector)."""
+    rt = ref.type if isinstance(ref, ir.Value) else ref
+    if isinstance(rt, ir.VectorType):
+        return ir.Constant(rt, [ir.Constant(rt.element, _norm(rt.element, value))] * rt.count)
+    return ir.Constant(rt, _norm(rt, value))
+
+
+def _norm(t, value):
+    if isinstance(t, ir.IntType):
+        return int(value) & ((1 << t.width) - 1)
+    return value
+
+
 class _Fn:
     """Codegen state for one LLVM function (the pipeline, or an outlined task)."""
 
@@ -61,9 +90,10 @@ class _Fn:
         self.cg = cg
         self.fn = fn
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.syms: dict[str, tuple[ir.Value, Type | None]] = {}
+        self.syms: dict[str, tuple[object, Type | None]] = {}
         self.err_info = None
-        self.fail_block = None
+        self.lanes: int | None = None        # inside a vectorized loop: its width
+        self.mask = None                     # inside a vector guard: the active lanes
 
 
 class CodeGen:
@@ -87,8 +117,7 @@ class CodeGen:
         return f
 
     def intrinsic(self, name: str, t: ir.Type, nargs: int = 1) -> ir.Function:
-        suffix = {"half": "f16", "float": "f32", "double": "f64"}.get(str(t), str(t))
-        return self.decl(f"llvm.{name}.{suffix}", t, [t] * nargs)
+        return self.decl(f"llvm.{name}.{_suffix(t)}", t, [t] * nargs)
 
     # ------------------------------------------------------------ entry
     def generate(self, stmt: Stmt) -> ir.Module:
@@ -141,7 +170,7 @@ class CodeGen:
             for x in s.stmts:
                 self.stmt(st, x)
         elif isinstance(s, LetStmt):
-            v = self.expr(st, s.value)
+            v = self.expr(st, s.value, keep_ramp=True)
             old = st.syms.get(s.name)
             st.syms[s.name] = (v, s.value.type)
             self.stmt(st, s.body)
@@ -150,13 +179,29 @@ class CodeGen:
             else:
                 st.syms[s.name] = old
         elif isinstance(s, For):
-            if s.kind == "parallel":
+            if s.kind == "parallel" and st.lanes is None:
                 self.parallel_for(st, s)
+            elif s.kind == "vectorized" and st.lanes is None and _const_int(s.extent) is not None \
+                    and 2 <= _const_int(s.extent) <= 64 and _vectorizable(s.body):
+                self.vector_for(st, s, _const_int(s.extent))
+            elif s.kind == "unrolled" and st.lanes is None and _const_int(s.extent) is not None \
+                    and _const_int(s.extent) <= 64:
+                self.unrolled_for(st, s, _const_int(s.extent))
             else:
                 self.serial_for(st, s)
         elif isinstance(s, IfThenElse):
             c = self.expr(st, s.cond)
-            if s.otherwise is None:
+            if isinstance(c.type, ir.VectorType):
+                # lanes disagree: run both sides under masks
+                old = st.mask
+                st.mask = c if old is None else b.and_(old, c)
+                self.stmt(st, s.then)
+                if s.otherwise is not None:
+                    nc = b.not_(c)
+                    st.mask = nc if old is None else b.and_(old, nc)
+                    self.stmt(st, s.otherwise)
+                st.mask = old
+            elif s.otherwise is None:
                 with b.if_then(c):
                     self.stmt(st, s.then)
             else:
@@ -166,17 +211,13 @@ class CodeGen:
                     with other:
                         self.stmt(st, s.otherwise)
         elif isinstance(s, Store):
-            t = s.value.type
-            v = self.expr(st, s.value)
-            if t.is_bool():
-                v = b.zext(v, I8T)
-            ptr = b.gep(self.buffer_ptr(st, s.buffer), [self.expr(st, s.index)], source_etype=llvm_type(t, True))
-            b.store(v, ptr)
+            self.store(st, s)
         elif isinstance(s, Allocate):
             size = b.mul(self.expr(st, s.size), ir.Constant(I64T, max(1, s.type.bits // 8)))
             size = b.select(b.icmp_signed(">", size, ir.Constant(I64T, 0)), size, ir.Constant(I64T, 1))
-            malloc = self.decl("malloc", PTR, [I64T])
-            mem = b.call(malloc, [size])
+            # 64-byte alignment so dense vector loads and stores line up
+            mem = b.call(self.decl("aligned_alloc", PTR, [I64T, I64T]),
+                         [ir.Constant(I64T, 64), b.and_(b.add(size, ir.Constant(I64T, 63)), ir.Constant(I64T, -64))])
             ok = b.icmp_unsigned("!=", mem, ir.Constant(PTR, None))
             with b.if_then(b.not_(ok), likely=False):
                 b.ret(ir.Constant(I32T, 4))          # out of memory
@@ -208,6 +249,87 @@ class CodeGen:
             raise InternalError(f"codegen: unknown buffer {name}")
         return v[0]
 
+    # ------------------------------------------------------------ memory
+    def store(self, st: _Fn, s: Store):
+        b = st.b
+        t = s.value.type
+        mt = llvm_type(t, True)
+        v = self.expr(st, s.value)
+        idx = self.expr(st, s.index, keep_ramp=True)
+        base = self.buffer_ptr(st, s.buffer)
+        lanes = idx.lanes if isinstance(idx, Ramp) else (idx.type.count if isinstance(idx.type, ir.VectorType)
+                                                         else (v.type.count if isinstance(v.type, ir.VectorType)
+                                                               else None))
+        if lanes is None and st.mask is None:
+            if t.is_bool():
+                v = b.zext(v, I8T)
+            b.store(v, b.gep(base, [idx], source_etype=mt))
+            return
+        lanes = lanes or st.lanes
+        v = self.splat(st, v, lanes)
+        if t.is_bool():
+            v = b.zext(v, ir.VectorType(I8T, lanes))
+        vt = ir.VectorType(mt, lanes)
+        mask = st.mask if st.mask is not None else None
+        if mask is not None and not isinstance(mask.type, ir.VectorType):
+            mask = self.splat(st, mask, lanes)
+        align = ir.Constant(I32T, max(1, t.bits // 8))
+        if isinstance(idx, Ramp) and idx.stride == 1:
+            ptr = b.gep(base, [idx.base], source_etype=mt)
+            if mask is None:
+                b.store(v, ptr, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.store.{_suffix(vt)}.p0", ir.VoidType(), [vt, PTR, I32T, mask.type])
+                b.call(f, [v, ptr, align, mask])
+            return
+        ptrs = self.pointers(st, base, self.val(st, idx, lanes), t)
+        if mask is None:
+            mask = K(ir.VectorType(I1T, lanes), 1)
+        f = self.decl(f"llvm.masked.scatter.{_suffix(vt)}.v{lanes}p0", ir.VoidType(),
+                      [vt, ptrs.type, I32T, mask.type])
+        b.call(f, [v, ptrs, align, mask])
+
+    def pointers(self, st: _Fn, base, idx, t: Type):
+        """A vector of element addresses base + idx[k] (for gathers and scatters)."""
+        b = st.b
+        n = idx.type.count
+        idx = self._widen(st, idx, I32 if idx.type.element.width < 64 else I64)
+        size = ir.Constant(ir.VectorType(I64T, n), [max(1, t.bits // 8)] * n)
+        addr = b.add(self.splat(st, b.ptrtoint(base, I64T), n), b.mul(idx, size))
+        return b.inttoptr(addr, ir.VectorType(PTR, n))
+
+    def load(self, st: _Fn, e: Load):
+        b = st.b
+        t = e.type
+        mt = llvm_type(t, True)
+        idx = self.expr(st, e.index, keep_ramp=True)
+        base = self.buffer_ptr(st, e.buffer)
+        vector = isinstance(idx, Ramp) or isinstance(idx.type, ir.VectorType)
+        if not vector:
+            v = b.load(b.gep(base, [idx], source_etype=mt), typ=mt)
+            return b.icmp_unsigned("!=", v, ir.Constant(I8T, 0)) if t.is_bool() else v
+        lanes = idx.lanes if isinstance(idx, Ramp) else idx.type.count
+        vt = ir.VectorType(mt, lanes)
+        mask = st.mask
+        if mask is not None and not isinstance(mask.type, ir.VectorType):
+            mask = self.splat(st, mask, lanes)
+        align = ir.Constant(I32T, max(1, t.bits // 8))
+        if isinstance(idx, Ramp) and idx.stride == 1:
+            ptr = b.gep(base, [idx.base], source_etype=mt)
+            if mask is None:
+                v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
+                v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        else:
+            ptrs = self.pointers(st, base, self.val(st, idx, lanes), t)
+            if mask is None:
+                mask = K(ir.VectorType(I1T, lanes), 1)
+            f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
+            v = b.call(f, [ptrs, align, mask, K(vt, 0)])
+        return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+
+    # ------------------------------------------------------------ loops
     def serial_for(self, st: _Fn, s: For):
         b = st.b
         lo = self.expr(st, s.min)
@@ -230,10 +352,441 @@ class CodeGen:
         i.add_incoming(nxt, b.block)
         b.branch(head)
         b.position_at_end(done)
+        self._restore(st, s.var, old)
+
+    @staticmethod
+    def _restore(st, name, old):
         if old is None:
-            del st.syms[s.var]
+            del st.syms[name]
         else:
-            st.syms[s.var] = old
+            st.syms[name] = old
+
+    def vector_for(self, st: _Fn, s: For, lanes: int):
+        """The loop becomes one pass over `lanes` lanes: its var is a ramp."""
+        lo = self.expr(st, s.min)
+        old = st.syms.get(s.var)
+        st.syms[s.var] = (Ramp(lo, 1, lanes), I32)
+        st.lanes = lanes
+        try:
+            self.stmt(st, s.body)
+        finally:
+            st.lanes = None
+            self._restore(st, s.var, old)
+
+    def unrolled_for(self, st: _Fn, s: For, n: int):
+        lo = self.expr(st, s.min)
+        old = st.syms.get(s.var)
+        for k in range(n):
+            st.syms[s.var] = (st.b.add(lo, ir.Constant(I32T, k)), I32)
+            self.stmt(st, s.body)
+        self._restore(st, s.var, old)
+
+    # ------------------------------------------------------------ expressions
+    def splat(self, st: _Fn, v, lanes: int):
+        if isinstance(v, Ramp):
+            return self.val(st, v, lanes)
+        if isinstance(v.type, ir.VectorType):
+            return v
+        b = st.b
+        vt = ir.VectorType(v.type, lanes)
+        if isinstance(v, ir.Constant):
+            return ir.Constant(vt, [v] * lanes)
+        one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32T, 0))
+        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32T, lanes), [0] * lanes))
+
+    def val(self, st: _Fn, v, lanes: int | None = None):
+        """A plain LLVM value: ramps become vectors."""
+        if not isinstance(v, Ramp):
+            return v
+        b = st.b
+        et = v.base.type
+        steps = ir.Constant(ir.VectorType(et, v.lanes), [k * v.stride for k in range(v.lanes)])
+        return b.add(self.splat(st, v.base, v.lanes), steps)
+
+    def expr(self, st: _Fn, e: Expr, keep_ramp: bool = False):
+        v = self._expr(st, e)
+        return v if keep_ramp else self.val(st, v)
+
+    def _expr(self, st: _Fn, e: Expr):
+        b = st.b
+        t = e.type
+        if isinstance(e, Const):
+            return _c(t, e.value)
+        if isinstance(e, (Var, Param)):
+            v = st.syms.get(e.name)
+            if v is None:
+                raise InternalError(f"codegen: unbound variable {e.name}")
+            return v[0]
+        if isinstance(e, Load):
+            return self.load(st, e)
+        if isinstance(e, Cast):
+            v = self._expr(st, e.value)
+            if isinstance(v, Ramp):
+                if t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate:
+                    # index arithmetic: a widened ramp is still a ramp (no overflow within a vector)
+                    return Ramp(self.cast(st, t, v.base, e.value.type), v.stride, v.lanes)
+                v = self.val(st, v)
+            return self.cast(st, t, v, e.value.type, e.saturate)
+        if isinstance(e, BinOp):
+            a = self._expr(st, e.a)
+            c = self._expr(st, e.b)
+            r = self._ramp_binop(st, e, a, c)
+            if r is not None:
+                return r
+            a, c = self.unify(st, self.val(st, a), self.val(st, c))
+            if e.op in ("<<", ">>"):
+                return self.shift(st, e.op, a, c, e.a.type, e.b.type)
+            return self.binop(st, e.op, a, c, e.a.type)
+        if isinstance(e, Unary):
+            a = self.expr(st, e.a)
+            if e.op == "-":
+                return b.fneg(a) if t.is_float() else b.sub(K(a, 0), a)
+            return b.not_(a)
+        if isinstance(e, Select):
+            c = self.expr(st, e.cond)
+            x, y = self.unify(st, self.expr(st, e.t), self.expr(st, e.f))
+            if isinstance(x.type, ir.VectorType) and not isinstance(c.type, ir.VectorType):
+                c = self.splat(st, c, x.type.count)
+            elif isinstance(c.type, ir.VectorType) and not isinstance(x.type, ir.VectorType):
+                x, y = self.splat(st, x, c.type.count), self.splat(st, y, c.type.count)
+            return b.select(c, x, y)
+        if isinstance(e, Intrinsic):
+            return self.intrinsic_call(st, e)
+        raise InternalError(f"codegen: unexpected expression {type(e).__name__}")
+
+    def _ramp_binop(self, st, e: BinOp, a, c):
+        if not (isinstance(a, Ramp) or isinstance(c, Ramp)) or e.type.is_float() or e.type.bits < 32:
+            return None
+        b = st.b
+
+        def scalar(v):
+            return not isinstance(v, Ramp) and not isinstance(v.type, ir.VectorType)
+        if e.op == "+":
+            if isinstance(a, Ramp) and scalar(c):
+                return Ramp(b.add(a.base, c), a.stride, a.lanes)
+            if isinstance(c, Ramp) and scalar(a):
+                return Ramp(b.add(a, c.base), c.stride, c.lanes)
+            if isinstance(a, Ramp) and isinstance(c, Ramp):
+                return Ramp(b.add(a.base, c.base), a.stride + c.stride, a.lanes)
+        if e.op == "-":
+            if isinstance(a, Ramp) and scalar(c):
+                return Ramp(b.sub(a.base, c), a.stride, a.lanes)
+            if isinstance(c, Ramp) and scalar(a):
+                return Ramp(b.sub(a, c.base), -c.stride, c.lanes)
+            if isinstance(a, Ramp) and isinstance(c, Ramp):
+                return Ramp(b.sub(a.base, c.base), a.stride - c.stride, a.lanes)
+        if e.op == "*":
+            k = _const_int(e.b) if isinstance(a, Ramp) else _const_int(e.a)
+            if k is not None:
+                r, other = (a, c) if isinstance(a, Ramp) else (c, a)
+                return Ramp(b.mul(r.base, other), r.stride * k, r.lanes)
+        return None
+
+    def unify(self, st: _Fn, x, y):
+        """Make a scalar and a vector operand both vectors."""
+        xv, yv = isinstance(x.type, ir.VectorType), isinstance(y.type, ir.VectorType)
+        if xv and not yv:
+            return x, self.splat(st, y, x.type.count)
+        if yv and not xv:
+            return self.splat(st, x, y.type.count), y
+        return x, y
+
+    def _widen(self, st, v, t: Type, to=I64T):
+        to = shaped(v, to)
+        if v.type == to:
+            return v
+        if t.is_int():
+            return st.b.sext(v, to)
+        return st.b.zext(v, to)
+
+    def binop(self, st: _Fn, op: str, a, b_, t: Type):
+        b = st.b
+        flt = t.is_float()
+        if op in ("+", "-", "*"):
+            if flt:
+                return {"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](a, b_)
+            if t.is_bool() and op == "*":
+                return b.and_(a, b_)
+            return {"+": b.add, "-": b.sub, "*": b.mul}[op](a, b_)
+        if op in ("/", "%"):
+            if flt:
+                q = b.fdiv(a, b_)
+                if op == "/":
+                    return q
+                fl = b.call(self.intrinsic("floor", a.type), [q])
+                return b.fsub(a, b.fmul(b_, fl))
+            return self.int_divmod(st, op, a, b_, t)
+        if op in ("min", "max"):
+            if flt:
+                return b.call(self.intrinsic("minimum" if op == "min" else "maximum", a.type, 2), [a, b_])
+            if t.is_int():
+                c = b.icmp_signed("<" if op == "min" else ">", a, b_)
+            else:
+                c = b.icmp_unsigned("<" if op == "min" else ">", a, b_)
+            return b.select(c, a, b_)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            if flt:
+                return b.fcmp_unordered(op, a, b_) if op == "!=" else b.fcmp_ordered(op, a, b_)
+            if t.is_int():
+                return b.icmp_signed(op, a, b_)
+            return b.icmp_unsigned(op, a, b_)
+        if op in ("&&", "&"):
+            return b.and_(a, b_)
+        if op in ("||", "|"):
+            return b.or_(a, b_)
+        if op == "^":
+            return b.xor(a, b_)
+        raise InternalError(f"codegen: operator {op}")
+
+    def int_divmod(self, st: _Fn, op: str, a, b_, t: Type):
+        b = st.b
+        zero, one = K(a, 0), K(a, 1)
+        k = _const_of(b_)
+        if k is not None and k > 0:
+            # a positive constant divisor: no zero or -1 cases
+            if not t.is_int():
+                return b.udiv(a, b_) if op == "/" else b.urem(a, b_)
+            q = b.sdiv(a, b_)
+            r = b.srem(a, b_)
+            neg = b.icmp_signed("<", r, zero)
+            if op == "/":
+                return b.select(neg, b.sub(q, one), q)
+            return b.select(neg, b.add(r, b_), r)
+        is_zero = b.icmp_unsigned("==", b_, zero)
+        if not t.is_int():
+            safe = b.select(is_zero, one, b_)
+            r = b.udiv(a, safe) if op == "/" else b.urem(a, safe)
+            return b.select(is_zero, zero, r)
+        is_m1 = b.icmp_signed("==", b_, K(a, -1))
+        safe = b.select(b.or_(is_zero, is_m1), one, b_)
+        q = b.sdiv(a, safe)
+        r = b.srem(a, safe)
+        neg = b.icmp_signed("<", r, zero)
+        bpos = b.icmp_signed(">", safe, zero)
+        # Euclidean: make the remainder non-negative
+        q_fix = b.select(bpos, b.sub(q, one), b.add(q, one))
+        r_fix = b.select(bpos, b.add(r, safe), b.sub(r, safe))
+        q = b.select(neg, q_fix, q)
+        r = b.select(neg, r_fix, r)
+        if op == "/":
+            q = b.select(is_m1, b.sub(zero, a), q)
+            return b.select(is_zero, zero, q)
+        r = b.select(is_m1, zero, r)
+        return b.select(is_zero, zero, r)
+
+    def shift(self, st: _Fn, op: str, a, amt, t: Type, amount_type: Type):
+        b = st.b
+        bits = t.bits
+        amount = self._widen(st, amt, amount_type)
+        if op == ">>":
+            amount = b.sub(K(amount, 0), amount)
+        zero64, c63 = K(amount, 0), K(amount, 63)
+
+        def clip(v):
+            v = b.select(b.icmp_signed("<", v, zero64), zero64, v)
+            return b.select(b.icmp_signed(">", v, c63), c63, v)
+        left = clip(amount)
+        right = clip(b.sub(zero64, amount))
+        wide = self._widen(st, a, t)
+        sl = b.shl(wide, left)
+        if t.is_int():
+            cap = K(amount, bits - 1)
+            sr = b.ashr(wide, b.select(b.icmp_signed(">", right, cap), cap, right))
+        else:
+            sr = b.select(b.icmp_signed(">=", right, K(amount, bits)), zero64, b.lshr(wide, right))
+        out = b.select(b.icmp_signed(">=", amount, zero64), sl, sr)
+        return b.trunc(out, a.type) if t.bits < 64 else out
+
+    def cast(self, st: _Fn, t: Type, v, src: Type, saturate: bool = False):
+        b = st.b
+        if saturate:
+            v, src = self.saturate(st, t, v, src)
+        if t == src:
+            return v
+        lt = shaped(v, llvm_type(t))
+        if t.is_bool():
+            if src.is_float():
+                return b.fcmp_unordered("!=", v, K(v, 0.0))
+            return b.icmp_unsigned("!=", v, K(v, 0))
+        if t.is_float():
+            if src.is_float():
+                return b.fpext(v, lt) if t.bits > src.bits else b.fptrunc(v, lt)
+            if src.is_int():
+                return b.sitofp(v, lt)
+            return b.uitofp(v, lt)
+        if src.is_float():
+            D = shaped(v, ir.DoubleType())
+            d = b.fpext(v, D) if src.bits < 64 else v
+            tv = b.call(self.intrinsic("trunc", D), [d])
+            lo = float(t.min_value())
+            hi = 2.0 ** (t.bits if t.is_uint() else t.bits - 1)
+            ok = b.and_(b.fcmp_ordered(">=", tv, K(D, lo)), b.fcmp_ordered("<", tv, K(D, hi)))
+            tv = b.select(ok, tv, K(D, lo))
+            if t.is_uint() and t.bits == 64:
+                return b.fptoui(tv, lt)
+            r = b.fptosi(tv, shaped(v, I64T))
+            return b.trunc(r, lt) if t.bits < 64 else r
+        sw = (v.type.element if isinstance(v.type, ir.VectorType) else v.type).width
+        tw = llvm_type(t).width
+        if tw < sw:
+            return b.trunc(v, lt)
+        if tw > sw:
+            return b.sext(v, lt) if src.is_int() else b.zext(v, lt)
+        return v
+
+    def saturate(self, st: _Fn, t: Type, v, src: Type):
+        """Clamp into t's range (hdsl/interp/scalar.py: _saturate); returns (value, its type)."""
+        b = st.b
+        if t.is_float():
+            if src.is_float() and src.bits > t.bits:
+                import numpy as np
+                big = float(np.finfo(t.dtype).max)
+                lo, hi = K(v, -big), K(v, big)
+                v = b.select(b.fcmp_ordered("<", v, lo), lo, v)
+                v = b.select(b.fcmp_ordered(">", v, hi), hi, v)
+            return v, src
+        lo, hi = (0, 1) if t.is_bool() else (t.min_value(), t.max_value())
+        if src.is_float():
+            D = shaped(v, ir.DoubleType())
+            w = b.fpext(v, D) if src.bits < 64 else v
+            w = b.select(b.fcmp_unordered("uno", w, w), K(D, 0.0), w)
+            over = b.fcmp_ordered(">=", w, K(D, float(hi)))
+            under = b.fcmp_ordered("<=", w, K(D, float(lo)))
+            it = t if not t.is_bool() else Type("uint", 8)
+            inner = self.cast(st, it, b.select(b.or_(over, under), K(D, 0.0), w), F64)
+            res = b.select(over, K(inner, hi), inner)
+            res = b.select(under, K(inner, lo), res)
+            return res, it
+        if src.is_uint() or src.is_bool():
+            w = self._widen(st, v, src)
+            cap = K(w, max(hi, 0))
+            w = b.select(b.icmp_unsigned(">", w, cap), cap, w)
+            return w, Type("uint", 64)
+        w = self._widen(st, v, src)
+        lo_c = K(w, max(lo, -(2 ** 63)))
+        hi_c = K(w, min(hi, 2 ** 63 - 1))
+        w = b.select(b.icmp_signed("<", w, lo_c), lo_c, w)
+        w = b.select(b.icmp_signed(">", w, hi_c), hi_c, w)
+        return w, I64
+
+    def intrinsic_call(self, st: _Fn, e: Intrinsic):
+        b = st.b
+        t = e.type
+        name = e.name
+        args = [self.expr(st, a) for a in e.args]
+        if len(args) > 1:
+            lanes = max((a.type.count for a in args if isinstance(a.type, ir.VectorType)), default=None)
+            if lanes:
+                args = [self.splat(st, a, lanes) for a in args]
+        if name in ("sqrt", "floor", "ceil", "trunc"):
+            return b.call(self.intrinsic(name, args[0].type), [args[0]])
+        if name == "round":
+            return b.call(self.intrinsic("roundeven", args[0].type), [args[0]])
+        if name in LIBM1 or name in ("pow", "atan2"):
+            return self.libm(st, LIBM1.get(name, name), args, t)
+        if name == "is_nan":
+            return b.fcmp_unordered("uno", args[0], args[0])
+        if name == "abs":
+            at = e.args[0].type
+            a = args[0]
+            if at.is_float():
+                return b.call(self.intrinsic("fabs", a.type), [a])
+            if at.is_int():
+                return b.select(b.icmp_signed("<", a, K(a, 0)), b.sub(K(a, 0), a), a)
+            return a
+        if name == "absd":
+            at = e.args[0].type
+            x, y = args
+            if at.is_float():
+                return b.call(self.intrinsic("fabs", x.type), [b.fsub(x, y)])
+            gt = b.icmp_signed(">", x, y) if at.is_int() else b.icmp_unsigned(">", x, y)
+            return b.select(gt, b.sub(x, y), b.sub(y, x))
+        if name == "lerp":
+            return self.lerp(st, e, args)
+        if name == "print":
+            self.print_call(st, e, args)
+            return args[0]
+        raise InternalError(f"codegen: intrinsic {name}")
+
+    def libm(self, st: _Fn, base: str, args, t: Type):
+        """A C math library call; for vectors, one call per lane."""
+        b = st.b
+        vec = isinstance(args[0].type, ir.VectorType)
+        et = args[0].type.element if vec else args[0].type
+        ct = ir.FloatType() if t.bits == 16 else et
+        fn = self.decl(base + ("f" if str(ct) == "float" else ""), ct, [ct] * len(args))
+
+        def one(xs):
+            xs = [b.fpext(x, ct) if t.bits == 16 else x for x in xs]
+            r = b.call(fn, xs)
+            return b.fptrunc(r, et) if t.bits == 16 else r
+        if not vec:
+            return one(args)
+        out = ir.Constant(args[0].type, ir.Undefined)
+        for k in range(args[0].type.count):
+            lane = ir.Constant(I32T, k)
+            out = b.insert_element(out, one([b.extract_element(a, lane) for a in args]), lane)
+        return out
+
+    def lerp(self, st: _Fn, e: Intrinsic, args):
+        b = st.b
+        t = e.type
+        wt = e.args[2].type
+        z, o, w = args
+        if t.is_float():
+            if wt.is_float():
+                wv = self.cast(st, t, w, wt)
+            else:
+                D = shaped(w, ir.DoubleType())
+                wd = b.uitofp(w, D)
+                wv = self.cast(st, t, b.fdiv(wd, K(D, float(2 ** wt.bits - 1))), F64)
+            return b.fadd(b.fmul(z, b.fsub(K(z, 1.0), wv)), b.fmul(o, wv))
+        bits = t.bits
+        if t.is_bool():
+            c = b.fcmp_ordered(">", w, K(w, 0.5)) if wt.is_float() else \
+                b.icmp_unsigned(">", w, K(w, wt.max_value() // 2))
+            return b.select(c, o, z)
+        ct = shaped(z, ir.IntType(bits))
+        bias = 0
+        if t.is_int():
+            bias = -(1 << (bits - 1))
+            z = b.sub(z, K(z, bias))
+            o = b.sub(o, K(o, bias))
+        maxc = (1 << bits) - 1
+        if wt.is_float():
+            D = shaped(w, ir.DoubleType())
+            if bits == 32:
+                wd = b.fpext(w, D) if wt.bits < 64 else w
+                tw = b.call(self.intrinsic("trunc", D), [b.fmul(K(D, 65535.0 * 65537.0), wd)])
+            else:
+                wf = self.cast(st, F32, w, wt)
+                tw = b.call(self.intrinsic("trunc", wf.type), [b.fmul(K(wf, float(maxc)), wf)])
+                tw = b.fpext(tw, D)
+            twi = b.trunc(b.fptosi(tw, shaped(w, I64T)), ct)
+        else:
+            wb = wt.bits
+            if wb == bits:
+                twi = w
+            else:
+                diff, left, shift, scale = wb - bits, abs(wb - bits), min(bits, wb), 1
+                while left:
+                    scale = scale + (scale << shift)
+                    left -= shift
+                    shift *= 2
+                w64 = self._widen(st, w, wt)
+                if diff < 0:
+                    twi = b.trunc(b.mul(w64, K(w64, scale)), ct)
+                else:
+                    twi = b.trunc(b.udiv(w64, K(w64, scale)), ct)
+        inv = b.sub(K(ct, maxc), twi)
+        wide = shaped(z, ir.IntType(2 * bits))
+        zu, ou = b.zext(z, wide), b.zext(o, wide)
+        prod = b.add(b.add(b.mul(zu, b.zext(inv, wide)), b.mul(ou, b.zext(twi, wide))), K(wide, 1 << (bits - 1)))
+        div = K(wide, 1 << bits)
+        res = b.trunc(b.udiv(b.add(b.udiv(prod, div), prod), div), ct)
+        if t.is_int():
+            res = b.add(res, K(res, bias))
+        return res
 
     def parallel_for(self, st: _Fn, s: For):
         """Outline the body into task(closure, i) and call hdsl_parallel_for."""
@@ -266,331 +819,6 @@ class CodeGen:
             b.ret(r)
 
     # ------------------------------------------------------------ expressions
-    def expr(self, st: _Fn, e: Expr) -> ir.Value:
-        b = st.b
-        t = e.type
-        if isinstance(e, Const):
-            return _c(t, e.value)
-        if isinstance(e, (Var, Param)):
-            v = st.syms.get(e.name)
-            if v is None:
-                raise InternalError(f"codegen: unbound variable {e.name}")
-            return v[0]
-        if isinstance(e, Load):
-            ptr = b.gep(self.buffer_ptr(st, e.buffer), [self.expr(st, e.index)], source_etype=llvm_type(t, True))
-            v = b.load(ptr, typ=llvm_type(t, True))
-            return b.icmp_unsigned("!=", v, ir.Constant(I8T, 0)) if t.is_bool() else v
-        if isinstance(e, Cast):
-            return self.cast(st, t, self.expr(st, e.value), e.value.type, e.saturate)
-        if isinstance(e, BinOp):
-            if e.op in ("<<", ">>"):
-                return self.shift(st, e.op, self.expr(st, e.a), self.expr(st, e.b), e.a.type, e.b.type)
-            return self.binop(st, e.op, self.expr(st, e.a), self.expr(st, e.b), e.a.type)
-        if isinstance(e, Unary):
-            a = self.expr(st, e.a)
-            if e.op == "-":
-                return b.fneg(a) if t.is_float() else b.sub(ir.Constant(a.type, 0), a)
-            if e.op == "!":
-                return b.not_(a)
-            if e.op == "~":
-                return b.not_(a)
-        if isinstance(e, Select):
-            c = self.expr(st, e.cond)
-            return b.select(c, self.expr(st, e.t), self.expr(st, e.f))
-        if isinstance(e, Intrinsic):
-            return self.intrinsic_call(st, e)
-        raise InternalError(f"codegen: unexpected expression {type(e).__name__}")
-
-    # integer helpers
-    def _widen(self, st, v, t: Type, to=I64T):
-        if v.type == to:
-            return v
-        if t.is_int():
-            return st.b.sext(v, to)
-        return st.b.zext(v, to)
-
-    def _fix_int(self, st, v, width: int):
-        if v.type.width == width:
-            return v
-        return st.b.trunc(v, ir.IntType(width)) if v.type.width > width else st.b.sext(v, ir.IntType(width))
-
-    def binop(self, st: _Fn, op: str, a, b_, t: Type):
-        b = st.b
-        flt = t.is_float()
-        if op in ("+", "-", "*"):
-            if flt:
-                return {"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](a, b_)
-            if t.is_bool() and op == "*":
-                return b.and_(a, b_)
-            return {"+": b.add, "-": b.sub, "*": b.mul}[op](a, b_)
-        if op in ("/", "%"):
-            if flt:
-                q = b.fdiv(a, b_)
-                if op == "/":
-                    return q
-                fl = b.call(self.intrinsic("floor", a.type), [q])
-                return b.fsub(a, b.fmul(b_, fl))
-            return self.int_divmod(st, op, a, b_, t)
-        if op in ("min", "max"):
-            if flt:
-                return b.call(self.intrinsic("minimum" if op == "min" else "maximum", a.type, 2), [a, b_])
-            if t.is_int():
-                c = b.icmp_signed("<" if op == "min" else ">", a, b_)
-            else:
-                c = b.icmp_unsigned("<" if op == "min" else ">", a, b_)
-            return b.select(c, a, b_)
-        if op in ("==", "!=", "<", "<=", ">", ">="):
-            if flt:
-                fop = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[op]
-                return b.fcmp_unordered(fop, a, b_) if op == "!=" else b.fcmp_ordered(fop, a, b_)
-            if t.is_int():
-                return b.icmp_signed(op, a, b_)
-            return b.icmp_unsigned(op, a, b_)
-        if op == "&&" or op == "&":
-            return b.and_(a, b_)
-        if op == "||" or op == "|":
-            return b.or_(a, b_)
-        if op == "^":
-            return b.xor(a, b_)
-        raise InternalError(f"codegen: operator {op}")
-
-    def int_divmod(self, st: _Fn, op: str, a, b_, t: Type):
-        b = st.b
-        lt = a.type
-        zero = ir.Constant(lt, 0)
-        one = ir.Constant(lt, 1)
-        is_zero = b.icmp_unsigned("==", b_, zero)
-        if not t.is_int():
-            safe = b.select(is_zero, one, b_)
-            r = b.udiv(a, safe) if op == "/" else b.urem(a, safe)
-            return b.select(is_zero, zero, r)
-        minus_one = ir.Constant(lt, -1)
-        is_m1 = b.icmp_signed("==", b_, minus_one)
-        safe = b.select(b.or_(is_zero, is_m1), one, b_)
-        q = b.sdiv(a, safe)
-        r = b.srem(a, safe)
-        neg = b.icmp_signed("<", r, zero)
-        bpos = b.icmp_signed(">", safe, zero)
-        # Euclidean: make the remainder non-negative
-        q_fix = b.select(bpos, b.sub(q, one), b.add(q, one))
-        r_fix = b.select(bpos, b.add(r, safe), b.sub(r, safe))
-        q = b.select(neg, q_fix, q)
-        r = b.select(neg, r_fix, r)
-        if op == "/":
-            q = b.select(is_m1, b.sub(zero, a), q)
-            return b.select(is_zero, zero, q)
-        r = b.select(is_m1, zero, r)
-        return b.select(is_zero, zero, r)
-
-    def shift(self, st: _Fn, op: str, a, amt, t: Type, amount_type: Type):
-        b = st.b
-        bits = t.bits
-        amount = self._widen(st, amt, amount_type)
-        if op == ">>":
-            amount = b.sub(ir.Constant(I64T, 0), amount)
-        zero64 = ir.Constant(I64T, 0)
-        c63 = ir.Constant(I64T, 63)
-
-        def clip(v):
-            v = b.select(b.icmp_signed("<", v, zero64), zero64, v)
-            return b.select(b.icmp_signed(">", v, c63), c63, v)
-        left = clip(amount)
-        right = clip(b.sub(zero64, amount))
-        wide = self._widen(st, a, t)
-        if t.is_int():
-            sl = b.shl(wide, left)
-            cap = ir.Constant(I64T, bits - 1)
-            sr = b.ashr(wide, b.select(b.icmp_signed(">", right, cap), cap, right))
-        else:
-            sl = b.shl(wide, left)
-            sr = b.select(b.icmp_signed(">=", right, ir.Constant(I64T, bits)), zero64, b.lshr(wide, right))
-        out = b.select(b.icmp_signed(">=", amount, zero64), sl, sr)
-        return b.trunc(out, a.type) if a.type.width < 64 else out
-
-    def cast(self, st: _Fn, t: Type, v, src: Type, saturate: bool = False):
-        b = st.b
-        if saturate:
-            v, src = self.saturate(st, t, v, src)
-        if t == src:
-            return v
-        lt = llvm_type(t)
-        if t.is_bool():
-            if src.is_float():
-                return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
-            return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
-        if t.is_float():
-            if src.is_float():
-                return b.fpext(v, lt) if t.bits > src.bits else b.fptrunc(v, lt)
-            if src.is_int():
-                return b.sitofp(v, lt)
-            return b.uitofp(v, lt)
-        if src.is_float():
-            d = b.fpext(v, ir.DoubleType()) if src.bits < 64 else v
-            tv = b.call(self.intrinsic("trunc", ir.DoubleType()), [d])
-            lo = float(t.min_value())
-            hi = 2.0 ** (t.bits if t.is_uint() else t.bits - 1)
-            ok = b.and_(b.fcmp_ordered(">=", tv, ir.Constant(ir.DoubleType(), lo)),
-                        b.fcmp_ordered("<", tv, ir.Constant(ir.DoubleType(), hi)))
-            tv = b.select(ok, tv, ir.Constant(ir.DoubleType(), lo))
-            if t.is_uint() and t.bits == 64:
-                return b.fptoui(tv, lt)
-            r = b.fptosi(tv, I64T)
-            return b.trunc(r, lt) if t.bits < 64 else r
-        # integer → integer
-        sw, tw = v.type.width, lt.width
-        if tw < sw:
-            return b.trunc(v, lt)
-        if tw > sw:
-            return b.sext(v, lt) if src.is_int() else b.zext(v, lt)
-        return v
-
-    def saturate(self, st: _Fn, t: Type, v, src: Type):
-        """Clamp into t's range (hdsl/interp/scalar.py: _saturate); returns (value, its type)."""
-        b = st.b
-        if t.is_float():
-            if src.is_float() and src.bits > t.bits:
-                import numpy as np
-                big = float(np.finfo(t.dtype).max)
-                lo, hi = ir.Constant(v.type, -big), ir.Constant(v.type, big)
-                v = b.select(b.fcmp_ordered("<", v, lo), lo, v)
-                v = b.select(b.fcmp_ordered(">", v, hi), hi, v)
-            return v, src
-        lo, hi = (0, 1) if t.is_bool() else (t.min_value(), t.max_value())
-        if src.is_float():
-            D = ir.DoubleType()
-            w = b.fpext(v, D) if src.bits < 64 else v
-            w = b.select(b.fcmp_unordered("uno", w, w), ir.Constant(D, 0.0), w)
-            over = b.fcmp_ordered(">=", w, ir.Constant(D, float(hi)))
-            under = b.fcmp_ordered("<=", w, ir.Constant(D, float(lo)))
-            inner = self.cast(st, t if not t.is_bool() else Type("uint", 8), b.select(b.or_(over, under),
-                                                                                    ir.Constant(D, 0.0), w), F64)
-            lt = inner.type
-            res = b.select(over, ir.Constant(lt, hi), inner)
-            res = b.select(under, ir.Constant(lt, lo & ((1 << lt.width) - 1)), res)
-            if t.is_bool():
-                return res, Type("uint", 8)
-            return res, t
-        # integer → integer, compared in 64 bits
-        if src.is_uint() or src.is_bool():
-            w = b.zext(v, I64T) if v.type.width < 64 else v
-            cap = ir.Constant(I64T, max(hi, 0))
-            w = b.select(b.icmp_unsigned(">", w, cap), cap, w)
-            return w, Type("uint", 64)
-        w = b.sext(v, I64T) if v.type.width < 64 else v
-        lo_c = ir.Constant(I64T, max(lo, -(2 ** 63)))
-        hi_c = ir.Constant(I64T, min(hi, 2 ** 63 - 1))
-        w = b.select(b.icmp_signed("<", w, lo_c), lo_c, w)
-        w = b.select(b.icmp_signed(">", w, hi_c), hi_c, w)
-        return w, I64
-
-    def intrinsic_call(self, st: _Fn, e: Intrinsic):
-        b = st.b
-        t = e.type
-        name = e.name
-        args = [self.expr(st, a) for a in e.args]
-        if name in ("sqrt", "floor", "ceil", "trunc"):
-            return b.call(self.intrinsic(name, args[0].type), [args[0]])
-        if name == "round":
-            return b.call(self.intrinsic("roundeven", args[0].type), [args[0]])
-        if name in LIBM1 or name in ("pow", "atan2"):
-            base = LIBM1.get(name, name)
-            x = args
-            at = args[0].type
-            if t.bits == 16:
-                x = [b.fpext(a, ir.FloatType()) for a in args]
-            ct = x[0].type
-            fname = base + ("f" if str(ct) == "float" else "")
-            fn = self.decl(fname, ct, [ct] * len(x))
-            r = b.call(fn, x)
-            return b.fptrunc(r, at) if t.bits == 16 else r
-        if name == "is_nan":
-            return b.fcmp_unordered("uno", args[0], args[0])
-        if name == "abs":
-            at = e.args[0].type
-            a = args[0]
-            if at.is_float():
-                return b.call(self.intrinsic("fabs", a.type), [a])
-            if at.is_int():
-                return b.select(b.icmp_signed("<", a, ir.Constant(a.type, 0)), b.sub(ir.Constant(a.type, 0), a), a)
-            return a
-        if name == "absd":
-            at = e.args[0].type
-            x, y = args
-            if at.is_float():
-                return b.call(self.intrinsic("fabs", x.type), [b.fsub(x, y)])
-            gt = b.icmp_signed(">", x, y) if at.is_int() else b.icmp_unsigned(">", x, y)
-            return b.select(gt, b.sub(x, y), b.sub(y, x))
-        if name == "lerp":
-            return self.lerp(st, e, args)
-        if name == "print":
-            self.print_call(st, e, args)
-            return args[0]
-        raise InternalError(f"codegen: intrinsic {name}")
-
-    def lerp(self, st: _Fn, e: Intrinsic, args):
-        b = st.b
-        t = e.type
-        wt = e.args[2].type
-        z, o, w = args
-        if t.is_float():
-            if wt.is_float():
-                wv = self.cast(st, t, w, wt)
-            else:
-                wd = b.uitofp(w, ir.DoubleType())
-                wv = self.cast(st, t, b.fdiv(wd, ir.Constant(ir.DoubleType(), float(2 ** wt.bits - 1))), F64)
-            one = ir.Constant(z.type, 1.0)
-            return b.fadd(b.fmul(z, b.fsub(one, wv)), b.fmul(o, wv))
-        bits = t.bits
-        if t.is_bool():
-            if wt.is_float():
-                c = b.fcmp_ordered(">", w, ir.Constant(w.type, 0.5))
-            else:
-                c = b.icmp_unsigned(">", w, ir.Constant(w.type, wt.max_value() // 2))
-            return b.select(c, o, z)
-        ct = ir.IntType(bits)
-        bias = 0
-        if t.is_int():
-            bias = -(1 << (bits - 1))
-            z = b.sub(z, ir.Constant(ct, bias))
-            o = b.sub(o, ir.Constant(ct, bias))
-        maxc = (1 << bits) - 1
-        if wt.is_float():
-            if bits == 32:
-                wd = b.fpext(w, ir.DoubleType()) if wt.bits < 64 else w
-                tw = b.fmul(ir.Constant(ir.DoubleType(), 65535.0 * 65537.0), wd)
-                tw = b.call(self.intrinsic("trunc", ir.DoubleType()), [tw])
-            else:
-                wf = self.cast(st, F32, w, wt)
-                tw = b.fmul(ir.Constant(ir.FloatType(), float(maxc)), wf)
-                tw = b.fpext(b.call(self.intrinsic("trunc", ir.FloatType()), [tw]), ir.DoubleType())
-            twi = b.trunc(b.fptosi(tw, I64T), ct) if bits < 64 else b.fptoui(tw, ct)
-        else:
-            wb = wt.bits
-            if wb == bits:
-                twi = w
-            else:
-                diff, left, shift, scale = wb - bits, abs(wb - bits), min(bits, wb), 1
-                while left:
-                    scale = scale + (scale << shift)
-                    left -= shift
-                    shift *= 2
-                w64 = b.zext(w, I64T) if w.type.width < 64 else w
-                if diff < 0:
-                    twi = b.trunc(b.mul(w64, ir.Constant(I64T, scale)), ct)
-                else:
-                    twi = b.trunc(b.udiv(w64, ir.Constant(I64T, scale)), ct)
-        inv = b.sub(ir.Constant(ct, maxc), twi)
-        wide = ir.IntType(2 * bits)
-        zu, ou = b.zext(z, wide), b.zext(o, wide)
-        prod = b.add(b.add(b.mul(zu, b.zext(inv, wide)), b.mul(ou, b.zext(twi, wide))),
-                     ir.Constant(wide, 1 << (bits - 1)))
-        div = ir.Constant(wide, 1 << bits)
-        divided = b.udiv(b.add(b.udiv(prod, div), prod), div)
-        res = b.trunc(divided, ct)
-        if t.is_int():
-            res = b.add(res, ir.Constant(ct, bias))
-        return res
-
     def print_call(self, st: _Fn, e: Intrinsic, args):
         b = st.b
         fmt, vals = [], []
@@ -624,6 +852,41 @@ class CodeGen:
         g.linkage = "internal"
         g.initializer = ir.Constant(ir.ArrayType(I8T, len(data)), data)
         return g
+
+
+def _const_int(e: Expr) -> int | None:
+    if isinstance(e, Const) and not e.type.is_float() and not e.type.is_bool():
+        return int(e.value)
+    return None
+
+
+def _const_of(v) -> int | None:
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType):
+        return int(v.constant) if not isinstance(v.constant, list) else None
+    return None
+
+
+def _vectorizable(s: Stmt) -> bool:
+    """Statements a vectorized loop's body may hold (anything else runs serially)."""
+    if isinstance(s, Block):
+        return all(_vectorizable(x) for x in s.stmts)
+    if isinstance(s, LetStmt):
+        return _vector_expr_ok(s.value) and _vectorizable(s.body)
+    if isinstance(s, IfThenElse):
+        return _vector_expr_ok(s.cond) and _vectorizable(s.then) and (s.otherwise is None or _vectorizable(s.otherwise))
+    if isinstance(s, Store):
+        return _vector_expr_ok(s.index) and _vector_expr_ok(s.value)
+    return False
+
+
+def _vector_expr_ok(e: Expr) -> bool:
+    return not any(isinstance(n, Intrinsic) and n.name == "print" for n in walk(e))
+
+
+def _suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_suffix(t.element)}"
+    return {"half": "f16", "float": "f32", "double": "f64"}.get(str(t), str(t))
 
 
 def _free_names(s: Stmt) -> set[str]:
