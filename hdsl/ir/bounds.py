@@ -90,7 +90,7 @@ def _interval(e: Expr, env: BoundsEnv, cache) -> Interval:
         lo, hi = interval(e.value, env, cache)
         src = e.value.type
         if t.is_float():
-            return (lo, hi)
+            return _to_float_outward(t, lo, hi)
         if t.is_bool():
             return (0, 1)
         if src.is_float():
@@ -107,6 +107,11 @@ def _interval(e: Expr, env: BoundsEnv, cache) -> Interval:
         lo, hi = interval(e.a, env, cache)
         if e.op == "-":
             return _fit(t, -hi, -lo)
+        if e.op == "~" and not t.is_float():
+            if t.is_uint():
+                m = type_range(t)[1]
+                return _fit(t, m - hi, m - lo)
+            return _fit(t, -hi - 1, -lo - 1)
         return type_range(t)
     if isinstance(e, Select):
         a = interval(e.t, env, cache)
@@ -189,7 +194,44 @@ def _binop(e: BinOp, env, cache) -> Interval:
     if op == "&" and (b[0] >= 0 or a[0] >= 0):
         hi = min(x for x in (a[1] if a[0] >= 0 else INF, b[1] if b[0] >= 0 else INF))
         return (0, hi)
+    if op in ("&", "|", "^"):
+        r = _bitwise(op, a, b)
+        if r is not None:
+            return _fit(t, *r)
     return type_range(t)
+
+
+def _bitwise(op, a, b):
+    """Bounds of a & b, a | b, a ^ b: two's-complement values of k + 1 bits stay
+    within k + 1 bits; non-negative ones within k bits (and a | b >= max(a, b))."""
+    if any(math.isinf(v) for v in a + b):
+        return None
+    a, b = (int(a[0]), int(a[1])), (int(b[0]), int(b[1]))
+    if a[0] >= 0 and b[0] >= 0:
+        top = (1 << max(a[1], b[1]).bit_length()) - 1
+        return (max(a[0], b[0]) if op == "|" else 0, top)
+    k = 0
+    for lo, hi in (a, b):
+        if lo < 0:
+            k = max(k, (-lo - 1).bit_length())
+        k = max(k, max(hi, 0).bit_length())
+    return (-(1 << k), (1 << k) - 1)
+
+
+def _to_float_outward(t: Type, lo, hi) -> Interval:
+    """An interval converted to float type t: round each end outward, so that
+    values which round up (or down) on conversion stay inside."""
+    out = []
+    for v, toward in ((lo, -INF), (hi, INF)):
+        if math.isinf(v) or math.isnan(v):
+            out.append(v)
+            continue
+        with np.errstate(over="ignore"):
+            f = np.asarray(v).astype(t.dtype)
+        if (toward < 0 and float(f) > v) or (toward > 0 and float(f) < v):
+            f = np.nextafter(f, np.asarray(toward, dtype=t.dtype))
+        out.append(float(f))
+    return (out[0], out[1])
 
 
 def _float_binop(op, a, b):
@@ -221,3 +263,56 @@ def _float_binop(op, a, b):
         m = max(abs(b[0]), abs(b[1]))
         return (-m, m)
     return (-INF, INF)
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+
+
+def _conjuncts(e: Expr):
+    if isinstance(e, BinOp) and e.op == "&&":
+        yield from _conjuncts(e.a)
+        yield from _conjuncts(e.b)
+    else:
+        yield e
+
+
+def _rvar_plus_const(e: Expr):
+    """(key, offset) when e is r.k, r.k + c, r.k - c or c + r.k (c a constant); else None."""
+    if isinstance(e, RVar):
+        return (id(e.rdom), e.index), 0
+    if isinstance(e, BinOp) and e.op in ("+", "-") and e.type.is_int():
+        for v, c, sign in ((e.a, e.b, 1 if e.op == "+" else -1), (e.b, e.a, 1)):
+            if isinstance(v, RVar) and isinstance(c, Const) and not (e.op == "-" and v is e.b):
+                return (id(v.rdom), v.index), sign * int(c.value)
+    return None
+
+
+def _uses_rvar(e: Expr, key) -> bool:
+    from hdsl.ir.expr import walk
+    return any(isinstance(n, RVar) and (id(n.rdom), n.index) == key for n in walk(e))
+
+
+def narrow_by_predicate(pred: Expr, env: BoundsEnv) -> None:
+    """Tighten env.rvars using the conjuncts of an rdom's `where` condition that
+    compare a reduction variable (plus a constant) with an expression of known
+    range, as Halide's bounds inference does for the if-condition a predicate
+    becomes: a point outside the tightened box fails the predicate. An empty
+    interval (lo > hi) means no point passes."""
+    terms = [t for t in _conjuncts(pred) if isinstance(t, BinOp) and t.op in _FLIP]
+    for _ in range(2):              # conditions between rvars feed each other
+        for t in terms:
+            for side, other, op in ((t.a, t.b, t.op), (t.b, t.a, _FLIP[t.op])):
+                found = _rvar_plus_const(side)
+                if found is None:
+                    continue
+                key, off = found
+                if key not in env.rvars or _uses_rvar(other, key) or other.type.is_float():
+                    continue
+                lo_o, hi_o = interval(other, env, {})
+                lo, hi = env.rvars[key]
+                # r + off  op  other
+                if op in ("<", "<=", "==") and not math.isinf(hi_o):
+                    hi = min(hi, int(hi_o) - off - (1 if op == "<" else 0))
+                if op in (">", ">=", "==") and not math.isinf(lo_o):
+                    lo = max(lo, int(lo_o) - off + (1 if op == ">" else 0))
+                env.rvars[key] = (lo, hi)

@@ -241,10 +241,10 @@ def intrinsic(name: str, args: list[Expr]) -> Expr:
         if name == "pow" and is_literal(b) and not a.type.is_float() and not is_literal(a):
             n = int(b.value)
             return integer_power(a, n)
+        # Halide: the first argument's float type decides (f64, f16, else
+        # f32) and the second is cast to it, even when it is wider
         a = _to_float(a)
-        b = cast(a.type, b) if (is_literal(b) or not b.type.is_float()) else b
-        if b.type != a.type:
-            a, b = match_types(a, b)
+        b = cast(a.type, b)
         return Intrinsic(name, (a, b), a.type)
     if name == "is_nan":
         a = args[0]

@@ -80,8 +80,65 @@ def simplify(e: Expr) -> Expr:
     return e
 
 
+def _key(e: Expr) -> str:
+    from hdsl.ir.printer import expr_str
+    return expr_str(e)
+
+
+def _linear(e: Expr, scale: int, terms: dict, order: list) -> int:
+    """Add scale * e into terms {key: [expr, coeff]}; return the constant part."""
+    if isinstance(e, BinOp) and e.type == I32:
+        if e.op == "+":
+            return _linear(e.a, scale, terms, order) + _linear(e.b, scale, terms, order)
+        if e.op == "-":
+            return _linear(e.a, scale, terms, order) + _linear(e.b, -scale, terms, order)
+        if e.op == "*":
+            kb, ka = const_value(e.b), const_value(e.a)
+            if kb is not None:
+                return _linear(e.a, scale * kb, terms, order)
+            if ka is not None:
+                return _linear(e.b, scale * ka, terms, order)
+    c = const_value(e)
+    if c is not None and e.type == I32:
+        return scale * c
+    k = _key(e)
+    if k not in terms:
+        terms[k] = [e, 0]
+        order.append(k)
+    terms[k][1] += scale
+    return 0
+
+
+def _rebuild_linear(terms: dict, order: list, const: int) -> Expr:
+    pos, neg = [], []
+    for k in order:
+        e, c = terms[k]
+        if c == 0:
+            continue
+        mag = abs(c)
+        term = e if mag == 1 else BinOp("*", e, Const(I32, mag), I32)
+        (pos if c > 0 else neg).append(term)
+    if not pos and not neg:
+        return Const(I32, const)
+    out = pos[0] if pos else Const(I32, 0)
+    for t in pos[1:]:
+        out = BinOp("+", out, t, I32)
+    for t in neg:
+        out = BinOp("-", out, t, I32)
+    if const > 0:
+        out = BinOp("+", out, Const(I32, const), I32)
+    elif const < 0:
+        out = BinOp("-", out, Const(I32, -const), I32)
+    return out
+
+
 def _binop(e: BinOp) -> Expr:
     a, b, op, t = e.a, e.b, e.op, e.type
+    if t == I32 and op in ("+", "-"):
+        terms: dict = {}
+        order: list = []
+        const = _linear(e, 1, terms, order)
+        return _rebuild_linear(terms, order, const)
     if isinstance(a, Const) and isinstance(b, Const):
         from hdsl.interp.scalar import binop_values
         v = binop_values(op, np.asarray(a.value, dtype=a.type.dtype), np.asarray(b.value, dtype=b.type.dtype), a.type)

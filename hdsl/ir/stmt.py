@@ -6,7 +6,8 @@ Semantics, one line each:
   unrolled (a hint to codegen; the meaning is that of serial).
 - LetStmt: bind the i32/i64 scalar `name` to `value` inside `body`.
 - Block: statements in order. IfThenElse: a guard.
-- Realize: storage for Func `func` over `bounds` (min, extent per dim) in `body`.
+- Realize: storage for Func `func` over `bounds` (min, extent per dim) in `body`;
+  a folded dim keeps only `factor` slices, addressed modulo `factor`.
 - Provide: write the values of `func` at `args` (before flattening).
 - Allocate / Store / Load: flat buffers (after flattening), indices in elements.
 - Assert: if `cond` is false, stop with error `code`; `info` are i64 values
@@ -58,6 +59,7 @@ class Realize(Stmt):
     func: object
     bounds: tuple          # ((min, extent), ...)
     body: Stmt
+    folds: tuple = ()      # ((dim, factor), ...): storage folded modulo factor in dim
 
 
 @dataclass(frozen=True, slots=True, eq=False)

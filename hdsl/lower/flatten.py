@@ -19,10 +19,15 @@ def buffer_name(f, k: int) -> str:
     return f.name if len(f.values) == 1 else f"{f.name}.{k}"
 
 
-def _index(name: str, args) -> Expr:
+def _index(name: str, args, folds=()) -> Expr:
     total = None
+    fold = dict(folds)
     for d, a in enumerate(args):
-        rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
+        if d in fold:
+            # a folded dim: slice a mod factor (Euclidean, so never negative)
+            rel = BinOp("%", a, Const(I32, fold[d]), I32)
+        else:
+            rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
         term = BinOp("*", Cast(I64, rel), Var(f"{name}.stride.{d}", I64), I64)
         total = term if total is None else BinOp("+", total, term, I64)
     return total if total is not None else Const(I64, 0)
@@ -31,12 +36,13 @@ def _index(name: str, args) -> Expr:
 class _Flattener:
     def __init__(self, storage_orders: dict[int, list[int]]):
         self.orders = storage_orders
+        self.folds: dict[int, tuple] = {}
 
     def expr(self, e: Expr) -> Expr:
         def visit(n):
             if isinstance(n, FuncCall):
                 name = n.func.name
-                return Load(buffer_name(n.func, n.index), _index(name, n.args), n.type)
+                return Load(buffer_name(n.func, n.index), _index(name, n.args, self.folds.get(id(n.func), ())), n.type)
             if isinstance(n, InputCall):
                 return Load(n.buffer.name, _index(n.buffer.name, n.args), n.type)
             if isinstance(n, BufferProp):
@@ -56,18 +62,21 @@ class _Flattener:
                               self.stmt(s.otherwise) if s.otherwise is not None else None)
         if isinstance(s, Provide):
             f = s.func
-            idx = _index(f.name, [self.expr(a) for a in s.args])
+            idx = _index(f.name, [self.expr(a) for a in s.args], self.folds.get(id(f), ()))
             stores = [Store(buffer_name(f, k), idx, self.expr(v)) for k, v in enumerate(s.values)]
             return stores[0] if len(stores) == 1 else Block(tuple(stores))
         if isinstance(s, Realize):
             f = s.func
+            self.folds[id(f)] = s.folds
             body = self.stmt(s.body)
             order = self.orders.get(id(f), list(range(f.dims)))
             size: Expr = Const(I64, 1)
             strides = {}
+            fold = dict(s.folds)
             for d in order:
                 strides[d] = size
-                size = BinOp("*", size, Cast(I64, Var(f"{f.name}.extent.{d}", I32)), I64)
+                ext = Const(I64, fold[d]) if d in fold else Cast(I64, Var(f"{f.name}.extent.{d}", I32))
+                size = BinOp("*", size, ext, I64)
             for k in reversed(range(len(f.values))):
                 body = Allocate(buffer_name(f, k), f.values[k].type, Var(f"{f.name}.size", I64), body)
             body = LetStmt(f"{f.name}.size", simplify(size), body)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Var, substitute, walk
+from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block
@@ -223,6 +223,7 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
 class LoopBuilder:
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
+        self.slid = None        # (dim, window) of the last sliding-window rewrite
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -296,8 +297,12 @@ class LoopBuilder:
                         boxes.append([expr_bounds(a, scope) for a in n.args])
         return boxes
 
-    def wrap_compute(self, f: Func, body: Stmt, required) -> Stmt:
-        """Lets for f's region around (production of f; body)."""
+    def wrap_compute(self, f: Func, body: Stmt, required, slide: For | None = None) -> Stmt:
+        """Lets for f's region around (production of f; body).
+
+        With `slide` (a serial loop between f's storage and its computation), the
+        sliding-window optimization: on every iteration but the first, f's region
+        starts after what the previous iteration computed (2013 paper, Fig. 1)."""
         fs = self.scheds[id(f)]
         for dim, (lo, hi) in enumerate(required):
             if lo is None or hi is None:
@@ -320,6 +325,8 @@ class LoopBuilder:
                                        BinOp(">=", bmax, V(f"{f.name}.{a}.req.max"), BOOL), BOOL),
                                  ERR_BOUND_DIRECTIVE, ()))
             region[dim] = [blo, bmax]
+        if slide is not None and not f.updates:
+            self.slid = self.slide(f, region, slide)
         inner = block(*checks, self.production(f), body)
         for dim, a in reversed(list(enumerate(f.args))):
             inner = LetStmt(f"{f.name}.s0.{a}.min", region[dim][0],
@@ -329,7 +336,25 @@ class LoopBuilder:
                             LetStmt(f"{f.name}.{a}.req.max", simplify(required[dim][1]), inner))
         return inner
 
-    def realize(self, f: Func, body: Stmt) -> Stmt:
+    def slide(self, f: Func, region, loop: For):
+        """Shrink the region along the one dim that moves with `loop`; returns (dim, window) or None."""
+        y = loop.var
+        moving = [d for d, (lo, hi) in enumerate(region)
+                  if any(isinstance(n, Var) and n.name == y for e in (lo, hi) for n in walk(e))]
+        if len(moving) != 1:
+            return None
+        d = moving[0]
+        lo, hi = region[d]
+        prev = substitute(hi, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
+        step = simplify(sub(hi, prev))
+        if not (isinstance(step, Const) and step.value >= 0):
+            return None          # not provably monotonic: compute the whole region each time
+        first = BinOp("<=", V(y), loop.min, BOOL)
+        region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
+        window = simplify(add(sub(hi, lo), I(1)))
+        return (d, window) if isinstance(window, Const) else (d, None)
+
+    def realize(self, f: Func, body: Stmt, fold=None) -> Stmt:
         box = box_of(body, f, f.dims)
         if box is None:
             return body
@@ -339,7 +364,14 @@ class LoopBuilder:
                 raise HdslError(f"cannot tell how much storage '{f.name}' needs", f.span,
                                 "clamp data-dependent coordinates into a fixed range")
             bounds.append((simplify(lo), simplify(add(sub(hi, lo), I(1)))))
-        return Realize(f, tuple(bounds), body)
+        folds = ()
+        if fold is not None and fold[1] is not None:
+            d, window = fold
+            factor = 1
+            while factor < window.value:
+                factor *= 2
+            folds = ((d, factor),)
+        return Realize(f, tuple(bounds), body, folds)
 
 
 def find_loop_var(stmt: Stmt, prefix: str, user_var: str) -> list[str]:
@@ -366,14 +398,14 @@ def find_loop_var(stmt: Stmt, prefix: str, user_var: str) -> list[str]:
 
 
 def inject_at_loop(stmt: Stmt, loop_var: str, fn) -> tuple[Stmt, bool]:
-    """Replace the body of loop `loop_var` by fn(body)."""
+    """Replace the body of loop `loop_var` by fn(body, loop)."""
     done = [False]
 
     def visit(s):
         if isinstance(s, For):
             if s.var == loop_var and not done[0]:
                 done[0] = True
-                return For(s.var, s.min, s.extent, s.kind, fn(s.body))
+                return For(s.var, s.min, s.extent, s.kind, fn(s.body, s))
             b = visit(s.body)
             return s if b is s.body else For(s.var, s.min, s.extent, s.kind, b)
         if isinstance(s, LetStmt):
@@ -381,7 +413,7 @@ def inject_at_loop(stmt: Stmt, loop_var: str, fn) -> tuple[Stmt, bool]:
             return s if b is s.body else LetStmt(s.name, s.value, b)
         if isinstance(s, Realize):
             b = visit(s.body)
-            return s if b is s.body else Realize(s.func, s.bounds, b)
+            return s if b is s.body else Realize(s.func, s.bounds, b, s.folds)
         if isinstance(s, Block):
             new = [visit(x) for x in s.stmts]
             return s if all(a is b for a, b in zip(new, s.stmts)) else Block(tuple(new))

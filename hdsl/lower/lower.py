@@ -69,26 +69,32 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
         elif level.kind == "innermost":
             site = innermost_loop_using(stmt, f)
 
-        def compute(body, f=f):
+        slides = fs.store != fs.compute and level.kind == "at"
+
+        def compute(body, loop=None, f=f, slides=slides):
             required = box_of(body, f, f.dims, reads=True, writes=False)
             if required is None:
                 return body
-            out = lb.wrap_compute(f, body, required)
+            slide = loop if slides and loop is not None and loop.kind == "serial" else None
+            lb.slid = None
+            out = lb.wrap_compute(f, body, required, slide)
             return lb.realize(f, out) if fs.store == fs.compute or fs.compute.kind == "innermost" else out
         if site is None:
             stmt = compute(stmt)
         else:
             stmt, _ = inject_at_loop(stmt, site, compute)
         if fs.store != fs.compute and fs.compute.kind != "innermost":
+            # a sliding window whose footprint is a fixed number of slices is folded
+            fold = lb.slid
             st = fs.store
             if st.kind == "root":
-                stmt = lb.realize(f, stmt)
+                stmt = lb.realize(f, stmt, fold)
             else:
                 loops = find_loop_var(stmt, f"{st.func.name}.s0.", st.var)
                 if not loops:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", None)
-                stmt, _ = inject_at_loop(stmt, loops[0], lambda b, f=f: lb.realize(f, b))
+                stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
     return stmt
 
 

@@ -191,9 +191,10 @@ def _expr_calls(e: Expr, target, scope, box):
 def _walk_stmt(s: Stmt, target, scope, box, reads, writes):
     if isinstance(s, For):
         lo, _ = expr_bounds(s.min, scope)
-        _, hi_min = expr_bounds(s.min, scope)
-        _, ext_hi = expr_bounds(s.extent, scope)
-        hi = None if hi_min is None or ext_hi is None else _i("-", _i("+", hi_min, ext_hi), Const(I32, 1))
+        # simplify min + extent - 1 first: loops are written [m, m + (M - m + 1)), and
+        # bounding M directly is tighter than bounding m and the extent apart
+        last = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
+        _, hi = expr_bounds(last, scope)
         inner = dict(scope)
         inner[s.var] = (lo, hi)
         _walk_stmt(s.body, target, inner, box, reads, writes)
