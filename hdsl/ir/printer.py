@@ -50,11 +50,21 @@ def expr_str(e: Expr, prec: int = 0) -> str:
     return repr(e)
 
 
+_DIMS = "xyc"
+
+
+def _last(lo: Expr, extent: Expr) -> str:
+    """The inclusive upper end lo + extent - 1, simplified."""
+    from hdsl.ir.simplify import simplify
+    from hdsl.ir.types import I32
+    return expr_str(simplify(BinOp("-", BinOp("+", lo, extent, I32), Const(I32, 1), I32)))
+
+
 def stmt_str(s: Stmt, indent: int = 0) -> str:
     pad = "  " * indent
     if isinstance(s, For):
         kind = "" if s.kind == "serial" else s.kind + " "
-        return (f"{pad}{kind}for {s.var} in [{expr_str(s.min)}, {expr_str(s.min)} + {expr_str(s.extent)}):\n"
+        return (f"{pad}{kind}for {s.var} in {expr_str(s.min)} .. {_last(s.min, s.extent)}:\n"
                 + stmt_str(s.body, indent + 1))
     if isinstance(s, LetStmt):
         return f"{pad}let {s.name} = {expr_str(s.value)}\n" + stmt_str(s.body, indent)
@@ -66,8 +76,9 @@ def stmt_str(s: Stmt, indent: int = 0) -> str:
             out += f"{pad}else:\n" + stmt_str(s.otherwise, indent + 1)
         return out
     if isinstance(s, Realize):
-        b = ", ".join(f"[{expr_str(m)}, {expr_str(m)} + {expr_str(e)})" for m, e in s.bounds)
-        return f"{pad}realize {s.func.name}({b}):\n" + stmt_str(s.body, indent + 1)
+        b = ", ".join(f"{expr_str(m)} .. {_last(m, e)}" for m, e in s.bounds)
+        folds = "".join(f" folded {_DIMS[d] if d < 3 else d} mod {k}" for d, k in s.folds)
+        return f"{pad}realize {s.func.name}({b}){folds}:\n" + stmt_str(s.body, indent + 1)
     if isinstance(s, Provide):
         vals = ", ".join(expr_str(v) for v in s.values)
         if len(s.values) > 1:

@@ -8,7 +8,7 @@ from hdsl.ir.expr import BinOp, Const, Var
 from hdsl.ir.func import Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import Assert, Evaluate, Stmt, block
+from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
 from hdsl.lower.inline import inline_definitions
@@ -41,7 +41,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
     inlined = {id(f) for f in funcs if scheds[id(f)].compute.kind == "inline" and f not in p.outputs}
     defs = inline_definitions(funcs, inlined)
     lb = LoopBuilder(defs, scheds, p.outputs)
-    stmt: Stmt = Evaluate(Const(I32, 0))
+    stmt: Stmt = Block(())
     # outputs: consumers first, so that each output's production precedes its consumers'
     for f in reversed([g for g in funcs if g in p.outputs]):
         required = [(Var(f"{f.name}.min.{d}", I32),
