@@ -1,0 +1,93 @@
+"""Observable facts about compiled schedules (counted, not timed)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.codegen.llvm import generate
+from hdsl.lower.lower import lower
+from hdsl.runtime.jit import assembly
+
+COUNTING_BLUR = """
+pipeline blur
+use boundary
+input img: u16[2]
+output out: u16[2]
+algorithm {
+    clamped = repeat_edge(img)
+    # print evaluates to its first argument and reports where blur_x is computed
+    blur_x(x, y) = print((clamped(x - 1, y) + clamped(x, y) + clamped(x + 1, y)) / 3, "bx", x, y)
+    out(x, y) = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3
+}
+schedule sliding { blur_x.store_root().compute_at(out, y) }
+schedule per_row { blur_x.compute_at(out, y) }
+"""
+
+
+def _computed_points(capfd, pipeline, img):
+    capfd.readouterr()
+    out = pipeline(img=img)
+    lines = [l for l in capfd.readouterr().out.splitlines() if " bx " in l]
+    points = [tuple(int(v) for v in l.split(" bx ")[1].split()) for l in lines]
+    return out, points
+
+
+def test_sliding_window_computes_each_producer_row_once(capfd):
+    p = hdsl.loads(COUNTING_BLUR, "count.hl")
+    img = np.random.RandomState(3).randint(0, 20000, (9, 6)).astype(np.uint16)
+    expected = p(img=img)          # the evaluator prints too; discard it
+    out, points = _computed_points(capfd, p.compile("host", schedule="sliding"), img)
+    assert np.array_equal(out, expected)
+    # rows -1 .. 9 of blur_x, 6 columns each, every point exactly once
+    assert sorted(points) == sorted({(x, y) for x in range(6) for y in range(-1, 10)})
+    assert len(points) == 6 * 11
+
+
+def test_without_sliding_rows_are_recomputed(capfd):
+    p = hdsl.loads(COUNTING_BLUR, "count.hl")
+    img = np.random.RandomState(3).randint(0, 20000, (9, 6)).astype(np.uint16)
+    out, points = _computed_points(capfd, p.compile("host", schedule="per_row"), img)
+    assert len(points) == 6 * 3 * 9          # three rows of blur_x for each of out's nine rows
+    assert len(set(points)) == 6 * 11
+
+
+def test_sliding_window_storage_is_folded_to_four_rows():
+    p = hdsl.loads(COUNTING_BLUR, "count.hl")
+    from hdsl.ir.printer import stmt_str
+    text = stmt_str(lower(p.ir, "sliding").stages["schedule_functions"])
+    assert "folded y mod 4" in text
+
+
+VEC = """
+pipeline scale
+input img: f32[2]
+output out: f32[2]
+algorithm { out(x, y) = img(x, y) * 2.0f + 1.0f }
+schedule { out.vectorize(x, 16) }
+"""
+
+
+def test_vectorize_16_f32_uses_512_bit_registers_on_avx512():
+    p = hdsl.loads(VEC, "vec.hl")
+    module = str(generate(p.ir, lower(p.ir).stmt, "hdsl_scale"))
+    asm = assembly(module, "x86-64-avx512")
+    assert re.search(r"\bzmm\d+", asm), "no 512-bit vector registers in the avx512 code"
+    asm2 = assembly(module, "x86-64-avx2")
+    assert not re.search(r"\bzmm\d+", asm2)
+    assert re.search(r"\bymm\d+", asm2)
+
+
+def test_vectorized_loop_is_explicit_vector_ir():
+    p = hdsl.loads(VEC, "vec.hl")
+    module = str(generate(p.ir, lower(p.ir).stmt, "hdsl_scale"))
+    assert "<16 x float>" in module
+
+
+@pytest.mark.parametrize("target", ["x86-64-avx2", "x86-64-avx512"])
+def test_explicit_targets_run_and_match(target):
+    p = hdsl.loads(VEC, "vec.hl")
+    img = np.random.RandomState(0).rand(7, 37).astype(np.float32)
+    assert np.array_equal(p.compile(target)(img=img), p(img=img))
