@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    if args.debug:
+        import os
+        os.environ["HDSL_VERIFY"] = "1"
     try:
         return args.fn(args)
     except HdslError as e:

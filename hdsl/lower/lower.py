@@ -1,6 +1,7 @@
 """The lowering pipeline: algorithm + schedule → a flat loop nest. Read top to bottom."""
 from __future__ import annotations
 
+import os
 import time
 
 from hdsl.diagnostics import HdslError
@@ -8,6 +9,7 @@ from hdsl.ir.expr import BinOp, Const, Var
 from hdsl.ir.func import Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
+from hdsl.ir.verify import verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
@@ -127,11 +129,15 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Low
     sched = choose_schedule(p, schedule, target)
     stages, timings = {}, {}
 
+    check = os.environ.get("HDSL_VERIFY") == "1"
+
     def run(name, fn, *args):
         t0 = time.perf_counter()
         out = fn(*args)
         timings[name] = time.perf_counter() - t0
         stages[name] = out
+        if check:       # tests and --debug: the verifier between passes
+            verify(out, p, flat=(name == "flatten"))
         return out
 
     stmt = run("schedule_functions", schedule_functions, p, sched)
