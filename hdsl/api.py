@@ -52,8 +52,10 @@ class Pipeline:
 
     def compile(self, target: str = "host", schedule: str | None = None, use_cache: bool = True) -> "Pipeline":
         """A reusable compiled pipeline: target 'host' (native code), an x86-64 variant, or 'interp'."""
-        if target not in TARGETS:
-            raise HdslError(f"unknown target '{target}'", None, "targets: " + ", ".join(TARGETS))
+        base = target[: -len("-fast_math")] if target.endswith("-fast_math") and target != "interp-fast_math" else target
+        if base not in TARGETS:
+            raise HdslError(f"unknown target '{target}'", None,
+                            "targets: " + ", ".join(TARGETS) + " (a native one may end in -fast_math)")
         if schedule is not None and schedule not in self.ir.schedules:
             names = ", ".join(n for n in self.ir.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{self.name}' has no schedule '{schedule}'", None,

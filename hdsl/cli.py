@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--param", action="append", metavar="NAME=VALUE")
     r.add_argument("--output", action="append", metavar="PATH|NAME=PATH")
     r.add_argument("--size", metavar="W[,H[,C]]")
-    r.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512", "interp"])
+    r.add_argument("--target", default="host", metavar="T",
+                   help="host (default), x86-64-avx2, x86-64-avx512 (each may end in -fast_math), or interp")
     r.add_argument("--schedule", metavar="NAME")
     r.add_argument("--time", type=int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")

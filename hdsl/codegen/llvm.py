@@ -504,13 +504,13 @@ class CodeGen:
         flt = t.is_float()
         if op in ("+", "-", "*"):
             if flt:
-                return {"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](a, b_)
+                return self._fast({"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](a, b_))
             if t.is_bool() and op == "*":
                 return b.and_(a, b_)
             return {"+": b.add, "-": b.sub, "*": b.mul}[op](a, b_)
         if op in ("/", "%"):
             if flt:
-                q = b.fdiv(a, b_)
+                q = self._fast(b.fdiv(a, b_))
                 if op == "/":
                     return q
                 fl = b.call(self.intrinsic("floor", a.type), [q])
@@ -537,6 +537,12 @@ class CodeGen:
         if op == "^":
             return b.xor(a, b_)
         raise InternalError(f"codegen: operator {op}")
+
+    def _fast(self, instr):
+        """With fast_math, Halide's default float rewrites: FMA contraction and reciprocals."""
+        if self.fast_math:
+            instr.flags.extend(["contract", "arcp"])
+        return instr
 
     def int_divmod(self, st: _Fn, op: str, a, b_, t: Type):
         b = st.b

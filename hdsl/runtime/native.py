@@ -20,6 +20,10 @@ def _dim(d: int) -> str:
 
 class NativePipeline:
     def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
+        # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
+        fast_math = target.endswith("-fast_math")
+        if fast_math:
+            target = target[: -len("-fast_math")]
         from hdsl.codegen.llvm import generate
         from hdsl.lower.lower import lower
         from hdsl.runtime.jit import CompiledFunction
@@ -27,7 +31,7 @@ class NativePipeline:
         self.p = p
         self.lowered = lower(p, schedule, target)
         name = "hdsl_" + re.sub(r"\W", "_", p.name)
-        self.module = generate(p, self.lowered.stmt, name)
+        self.module = generate(p, self.lowered.stmt, name, fast_math)
         self.llvm_ir = str(self.module)
         t1 = time.perf_counter()
         self.fn = CompiledFunction(self.llvm_ir, name, target, use_cache)

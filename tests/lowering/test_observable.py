@@ -91,3 +91,32 @@ def test_explicit_targets_run_and_match(target):
     p = hdsl.loads(VEC, "vec.hl")
     img = np.random.RandomState(0).rand(7, 37).astype(np.float32)
     assert np.array_equal(p.compile(target)(img=img), p(img=img))
+
+
+FMA = """
+pipeline fma
+input a: f32[1]
+input b: f32[1]
+output out: f32[1]
+algorithm { out(x) = a(x) * b(x) + 1.0f }
+schedule { out.vectorize(x, 8) }
+"""
+
+
+def test_strict_math_never_fuses_but_fast_math_may():
+    p = hdsl.loads(FMA, "fma.hl")
+    strict = str(generate(p.ir, lower(p.ir).stmt, "hdsl_fma"))
+    fast = str(generate(p.ir, lower(p.ir).stmt, "hdsl_fma", fast_math=True))
+    assert "contract" not in strict
+    assert "fmul contract" in fast
+    assert not re.search(r"vfmadd", assembly(strict, "x86-64-avx2"))
+    assert re.search(r"vfmadd", assembly(fast, "x86-64-avx2"))
+
+
+def test_strict_results_are_bit_exact_with_the_evaluator():
+    p = hdsl.loads(FMA, "fma.hl")
+    rs = np.random.RandomState(5)
+    a, b = rs.randn(1000).astype(np.float32), rs.randn(1000).astype(np.float32)
+    assert np.array_equal(p.compile("host")(a=a, b=b), p(a=a, b=b))
+    fast = p.compile("host-fast_math")(a=a, b=b)
+    assert np.allclose(fast, p(a=a, b=b), rtol=1e-6, atol=1e-6)
