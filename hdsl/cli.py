@@ -183,6 +183,17 @@ def cmd_lower(args) -> int:
     return 0
 
 
+def cmd_compile(args) -> int:
+    import hdsl
+    from hdsl.aot import compile_to_files
+    p = hdsl.load(args.file)
+    emit = tuple(k.strip() for k in args.emit.split(",") if k.strip())
+    written = compile_to_files(p.ir, args.o, args.target, args.schedule, emit)
+    for kind in emit:
+        print(written[kind])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
@@ -202,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--time", type=int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
     r.set_defaults(fn=cmd_run)
+    co = sub.add_parser("compile", help="compile ahead of time to an object file, shared library and C header")
+    co.add_argument("file")
+    co.add_argument("--target", default="host", metavar="T", help="host, x86-64-avx2 or x86-64-avx512 (-fast_math)")
+    co.add_argument("--schedule", metavar="NAME")
+    co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
+    co.add_argument("--emit", default="o,h", metavar="KINDS", help="comma-separated: o,so,h,ll,s,stmt,html")
+    co.set_defaults(fn=cmd_compile)
     lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
     lo.add_argument("file")
     lo.add_argument("--schedule", metavar="NAME")

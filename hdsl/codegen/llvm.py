@@ -97,9 +97,10 @@ class _Fn:
 
 
 class CodeGen:
-    def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False):
+    def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl"):
         self.p = pipeline
         self.name = name
+        self.runtime_prefix = runtime_prefix
         self.fast_math = fast_math
         self.module = ir.Module(name=name)
         self.n_tasks = 0
@@ -819,7 +820,7 @@ class CodeGen:
             inner.b.ret(ir.Constant(I32T, 0))
         lo = self.expr(st, s.min)
         ext = self.expr(st, s.extent)
-        pf = self.decl("hdsl_parallel_for", I32T, [PTR, PTR, I32T, I32T])
+        pf = self.decl(f"{self.runtime_prefix}_parallel_for", I32T, [PTR, PTR, I32T, I32T])
         r = b.call(pf, [task, closure, lo, ext])
         with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32T, 0)), likely=False):
             b.ret(r)
@@ -939,7 +940,10 @@ def _free_names(s: Stmt) -> set[str]:
     return names
 
 
-def generate(pipeline: Pipeline, stmt: Stmt, name: str, fast_math: bool = False) -> ir.Module:
-    return CodeGen(pipeline, name, fast_math).generate(stmt)
+def generate(pipeline: Pipeline, stmt: Stmt, name: str, fast_math: bool = False,
+             runtime_prefix: str = "hdsl") -> ir.Module:
+    """The pipeline as LLVM IR; `runtime_prefix` names the thread pool's entry points
+    (ahead-of-time objects give each pipeline its own, so two can be linked together)."""
+    return CodeGen(pipeline, name, fast_math, runtime_prefix).generate(stmt)
 
 

@@ -79,6 +79,12 @@ def expr_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     return _type_bounds(t)
 
 
+def _as_i32(e: Expr) -> Expr:
+    if isinstance(e, Const):
+        return Const(I32, int(e.value))
+    return Cast(I32, e)
+
+
 def _fits(src, t) -> bool:
     if t.is_int():
         return (src.is_int() and src.bits <= t.bits) or (src.is_uint() and src.bits < t.bits)
@@ -96,7 +102,15 @@ def _binop(e: BinOp, scope):
     if e.type != I32:
         if e.type.is_bool():
             return (Const(I32, 0), Const(I32, 1))
-        return _type_bounds(e.type)
+        t = e.type
+        if (t.is_int() or t.is_uint()) and t.bits <= 16 and op in ("+", "-", "*", "/", "%", "min", "max"):
+            # narrow integers: the i32 rules, kept when the result provably stays in range
+            lo, hi = _binop(BinOp(op, _as_i32(e.a), _as_i32(e.b), I32), scope)
+            tlo, thi = _type_bounds(t)
+            if const_value(lo) is not None and const_value(hi) is not None \
+                    and const_value(lo) >= const_value(tlo) and const_value(hi) <= const_value(thi):
+                return (lo, hi)
+        return _type_bounds(t)
     a = expr_bounds(e.a, scope)
     b = expr_bounds(e.b, scope)
     if op == "+":

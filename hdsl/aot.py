@@ -1,0 +1,142 @@
+"""Ahead-of-time compilation: `hdsl compile` → object file, shared library, C header.
+
+The object holds the generated code, a C entry wrapper and the thread pool;
+it needs only libc, libm and pthreads. Its only global symbols are the
+pipeline's function, `<name>_error_message` and `<name>_arguments`; every
+internal symbol is prefixed with `<name>__` and made local, so several
+pipelines link into one program without clashes.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.func import Pipeline
+
+EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html")
+
+
+def _run(cmd: list[str], what: str):
+    try:
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise HdslError(f"cannot {what}: '{cmd[0]}' is not installed", None,
+                        "hdsl compile needs a C compiler and binutils (gcc, ld, objcopy)") from None
+    except subprocess.CalledProcessError as e:
+        raise HdslError(f"cannot {what}: {' '.join(cmd[:2])} failed:\n{e.stderr.strip()}", None) from None
+
+
+def c_name(p: Pipeline) -> str:
+    name = re.sub(r"\W", "_", p.name)
+    return name if not name[0].isdigit() else "_" + name
+
+
+def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", schedule: str | None = None,
+                     emit: tuple[str, ...] = ("o", "h"), name: str | None = None) -> dict[str, Path]:
+    from hdsl.codegen.c_header import header, wrapper
+    from hdsl.codegen.llvm import generate
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    from hdsl.runtime.jit import target_machine, optimize
+
+    for k in emit:
+        if k not in EMIT_KINDS:
+            raise HdslError(f"unknown --emit kind '{k}'", None, "kinds: " + ", ".join(EMIT_KINDS))
+    fast_math = target.endswith("-fast_math")
+    base_target = target[: -len("-fast_math")] if fast_math else target
+    name = name or c_name(p)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    low = lower(p, schedule, base_target)
+    impl = f"{name}__impl"
+    module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_")
+    llvm_ir = str(module)
+    written: dict[str, Path] = {}
+
+    if "stmt" in emit:
+        written["stmt"] = out / f"{name}.stmt"
+        written["stmt"].write_text(stmt_str(low.stmt))
+    if "html" in emit:
+        written["html"] = out / f"{name}.html"
+        written["html"].write_text(stmt_html(p, stmt_str(low.stages["schedule_functions"]), name))
+    if "ll" in emit:
+        written["ll"] = out / f"{name}.ll"
+        written["ll"].write_text(llvm_ir)
+    if "h" in emit or "o" in emit or "so" in emit:
+        (out / f"{name}.h").write_text(header(p, name))
+        if "h" in emit:
+            written["h"] = out / f"{name}.h"
+    if not ({"o", "so", "s"} & set(emit)):
+        return written
+
+    from llvmlite import binding as llvm
+    tm = target_machine(base_target)
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.verify()
+    optimize(mod, tm)
+    if "s" in emit:
+        written["s"] = out / f"{name}.s"
+        written["s"].write_text(tm.emit_assembly(mod))
+    if not ({"o", "so"} & set(emit)):
+        return written
+    cc = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory(prefix="hdsl-aot-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "code.o").write_bytes(tm.emit_object(mod))
+        (tmp / "wrapper.c").write_text(wrapper(p, name, impl))
+        runtime = Path(__file__).resolve().parent / "runtime" / "thread_pool.c"
+        renames = [f"-Dhdsl_parallel_for={name}__parallel_for", f"-Dhdsl_num_threads={name}__num_threads"]
+        _run([cc, "-O2", "-fPIC", "-c", "-I", str(out), "-o", str(tmp / "wrapper.o"), str(tmp / "wrapper.c")],
+             "compile the C wrapper")
+        _run([cc, "-O2", "-fPIC", "-pthread", "-c", *renames, "-o", str(tmp / "pool.o"), str(runtime)],
+             "compile the thread pool")
+        obj = tmp / f"{name}.o"
+        _run(["ld", "-r", "-o", str(obj), str(tmp / "code.o"), str(tmp / "wrapper.o"), str(tmp / "pool.o")],
+             "link the object")
+        _run(["objcopy", f"--localize-symbol={impl}", f"--localize-symbol={name}__parallel_for",
+              f"--localize-symbol={name}__num_threads", str(obj)], "hide internal symbols")
+        if "o" in emit:
+            written["o"] = out / f"{name}.o"
+            shutil.copyfile(obj, written["o"])
+        if "so" in emit:
+            written["so"] = out / f"lib{name}.so"
+            _run([cc, "-shared", "-o", str(written["so"]), str(obj), "-lm", "-pthread"], "link the shared library")
+    return written
+
+
+def stmt_html(p: Pipeline, stmt_text: str, name: str) -> str:
+    """The loop nest as a light page: each loop links to the line of the source that defines its Func."""
+    src_lines = []
+    try:
+        src_lines = Path(p.filename).read_text().splitlines()
+    except OSError:
+        pass
+    lines_of = {}
+    from hdsl.ir.func import topo_order
+    for f in topo_order(p.outputs):
+        if f.span is not None:
+            lines_of[f.name] = f.span.line
+    out = []
+    for line in stmt_text.splitlines():
+        m = re.match(r"\s*(?:\w+ )?for ([^ ]+)\.s\d+\.", line) or re.match(r"\s*realize ([^(]+)\(", line)
+        esc = html.escape(line)
+        if m and m.group(1) in lines_of:
+            n = lines_of[m.group(1)]
+            esc = f'<a href="#L{n}" title="{html.escape(m.group(1))}, line {n}">{esc}</a>'
+        out.append(esc)
+    src = "\n".join(f'<span id="L{i}">{i:4d}  {html.escape(l)}</span>' for i, l in enumerate(src_lines, 1))
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{html.escape(name)}: lowered loop nest</title>
+<style>body{{font-family:sans-serif;margin:1em}} pre{{font-size:13px;line-height:1.35}}
+a{{color:#0645ad;text-decoration:none}} a:hover{{text-decoration:underline}} :target{{background:#ffef9e}}
+.cols{{display:flex;gap:2em}} .cols>div{{overflow:auto;max-height:92vh}}</style></head>
+<body><h2>{html.escape(p.name)}</h2><div class="cols">
+<div><h3>loop nest</h3><pre>{chr(10).join(out)}</pre></div>
+<div><h3>{html.escape(Path(p.filename).name)}</h3><pre>{src}</pre></div></div></body></html>
+"""

@@ -1,0 +1,126 @@
+"""Ahead-of-time objects: a C program written to the headers alone, gcc, and ctypes."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.aot import compile_to_files
+from hdsl.runtime.jit import BufferStruct, make_buffer
+
+HERE = Path(__file__).parent
+EXAMPLES = HERE.parents[1] / "examples"
+W, H = 45, 29
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc is needed to test ahead-of-time compilation")
+    d = tmp_path_factory.mktemp("aot")
+    blur = hdsl.load(EXAMPLES / "blur.hl")
+    multi = hdsl.load(HERE / "multi.hl")
+    files = compile_to_files(blur.ir, d, emit=("o", "h", "so"))
+    files.update({"multi_" + k: v for k, v in compile_to_files(multi.ir, d, emit=("o", "h")).items()})
+    exe = d / "driver"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", str(d), "-o", str(exe), str(HERE / "driver.c"),
+                    str(files["o"]), str(files["multi_o"]), "-lm", "-pthread"], check=True)
+    rs = np.random.RandomState(11)
+    img = rs.randint(0, 21000, (H, W)).astype(np.uint16)
+    a = rs.randint(0, 256, (H, W)).astype(np.uint8)
+    b = rs.randn(H, W).astype(np.float32)
+    img.tofile(d / "img.u16")
+    a.tofile(d / "a.u8")
+    b.tofile(d / "b.f32")
+    run = subprocess.run([str(exe), str(W), str(H), str(d / "img.u16"), str(d / "a.u8"), str(d / "b.f32"), str(d)],
+                         capture_output=True, text=True)
+    return dict(dir=d, files=files, run=run, img=img, a=a, b=b, blur=blur, multi=multi)
+
+
+def test_c_program_links_two_pipelines_and_runs(built):
+    assert built["run"].returncode == 0, built["run"].stdout + built["run"].stderr
+
+
+def test_blur_from_c_matches_the_evaluator(built):
+    got = np.fromfile(built["dir"] / "blur.out", dtype=np.uint16).reshape(H, W)
+    assert np.array_equal(got, built["blur"](img=built["img"]))
+
+
+def test_multi_from_c_matches_the_evaluator(built):
+    mixed, hist = built["multi"].realize([[W, H], [16]], a=built["a"], b=built["b"], gain=0.75, offset=-2, flip=True)
+    got_mixed = np.fromfile(built["dir"] / "mixed.out", dtype=np.float32).reshape(H, W)
+    got_hist = np.fromfile(built["dir"] / "hist.out", dtype=np.int32)
+    assert np.array_equal(got_mixed, mixed)
+    assert np.array_equal(got_hist, hist)
+    assert got_hist.sum() == W * H
+
+
+def test_argument_description(built):
+    lines = [l for l in built["run"].stdout.splitlines() if l.startswith("arg ")]
+    assert lines == ["arg a kind 0 type 1 bits 8 dims 2", "arg b kind 0 type 2 bits 32 dims 2",
+                     "arg gain kind 1 type 2 bits 32 dims 0", "arg offset kind 1 type 0 bits 32 dims 0",
+                     "arg flip kind 1 type 3 bits 1 dims 0", "arg mixed kind 2 type 2 bits 32 dims 2",
+                     "arg hist kind 2 type 0 bits 32 dims 1"]
+
+
+def test_error_codes_and_messages(built):
+    out = built["run"].stdout
+    assert f"small a: 1 input 'a' is read at y = 0 .. {H - 1}, but the buffer covers y = 0 .. 3" in out
+    assert f"small b: 1 input 'b' is read at y = 0 .. {H - 1}, but the buffer covers y = 0 .. 3" in out
+    assert "short hist: 2 output 'hist' is written at x = 0 .. 15, but the buffer covers x = 0 .. 7" in out
+    assert "wrong type: 5 buffer 'img' must be u16[2] (dims 2, elem_bytes 4 given)" in out
+
+
+def test_only_the_public_symbols_are_global(built):
+    nm = subprocess.run(["nm", "-g", "--defined-only", str(built["files"]["o"])], capture_output=True, text=True)
+    names = sorted(line.split()[-1] for line in nm.stdout.splitlines())
+    assert names == ["blur", "blur_arguments", "blur_error_message"]
+
+
+def test_shared_library_through_ctypes(built):
+    lib = ctypes.CDLL(str(built["files"]["so"]))
+    lib.blur.argtypes = [ctypes.POINTER(BufferStruct), ctypes.POINTER(BufferStruct)]
+    lib.blur.restype = ctypes.c_int
+    lib.blur_error_message.restype = ctypes.c_char_p
+    img = built["img"]
+    out = np.zeros_like(img)
+    bin_, bout = make_buffer(img.T), make_buffer(out.T)
+    assert lib.blur(ctypes.byref(bin_), ctypes.byref(bout)) == 0
+    assert np.array_equal(out, built["blur"](img=img))
+    flat = np.zeros(6, np.uint16)
+    bflat = make_buffer(flat)
+    assert lib.blur(ctypes.byref(bflat), ctypes.byref(bout)) == 5
+    assert lib.blur_error_message().decode() == "buffer 'img' must be u16[2] (dims 1, elem_bytes 2 given)"
+
+
+def test_nonzero_buffer_mins_are_honoured(built, tmp_path):
+    """A caller's buffer may start anywhere: the output's (min, extent) selects the region computed."""
+    p = hdsl.load(HERE / "blur_plain.hl")
+    files = compile_to_files(p.ir, tmp_path, emit=("so",))
+    lib = ctypes.CDLL(str(files["so"]))
+    img = built["img"]
+    out = np.zeros((H - 2, W - 2), np.uint16)
+    bin_, bout = make_buffer(img.T), make_buffer(out.T)
+    bout.min[0], bout.min[1] = 1, 1          # out covers x = 1 .. W-2, y = 1 .. H-2
+    assert lib.blur(ctypes.byref(bin_), ctypes.byref(bout)) == 0
+    bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3          # u16 arithmetic wraps, as in hdsl
+    ref = (bx[:-2] + bx[1:-1] + bx[2:]) // 3
+    assert np.array_equal(out, ref)
+    # one column wider than the input allows
+    bout.min[0] = 2
+    assert lib.blur(ctypes.byref(bin_), ctypes.byref(bout)) == 1
+
+
+def test_emit_kinds(tmp_path):
+    p = hdsl.load(EXAMPLES / "blur.hl")
+    files = compile_to_files(p.ir, tmp_path, emit=("ll", "s", "stmt", "html"))
+    assert "define i32 @\"blur__impl\"" in files["ll"].read_text() or "define i32 @blur__impl" in files["ll"].read_text()
+    assert "blur__impl" in files["s"].read_text()
+    assert "for out.s0" in files["stmt"].read_text()
+    page = files["html"].read_text()
+    assert '<a href="#L' in page and 'id="L11"' in page
