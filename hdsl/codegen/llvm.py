@@ -322,13 +322,37 @@ class CodeGen:
             else:
                 f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
                 v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        elif mask is None and not isinstance(idx, Ramp):
+            # an index that is dense at run time (a clamp that did not bite, say) is loaded
+            # densely; only the rest pays for a gather
+            iv = idx
+            first = b.extract_element(iv, ir.Constant(I32T, 0))
+            steps = ir.Constant(iv.type, list(range(lanes)))
+            dense = b.call(self.decl(f"llvm.vector.reduce.and.{_suffix(ir.VectorType(I1T, lanes))}", I1T,
+                                     [ir.VectorType(I1T, lanes)]),
+                           [b.icmp_signed("==", iv, b.add(self.splat(st, first, lanes), steps))])
+            with b.if_else(dense, likely=True) as (then, other):
+                with then:
+                    v_dense = b.load(b.gep(base, [first], source_etype=mt), typ=vt, align=max(1, t.bits // 8))
+                    dense_block = b.block
+                with other:
+                    v_gather = self.gather(st, base, iv, t, vt, None)
+                    gather_block = b.block
+            v = b.phi(vt)
+            v.add_incoming(v_dense, dense_block)
+            v.add_incoming(v_gather, gather_block)
         else:
-            ptrs = self.pointers(st, base, self.val(st, idx, lanes), t)
-            if mask is None:
-                mask = K(ir.VectorType(I1T, lanes), 1)
-            f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
-            v = b.call(f, [ptrs, align, mask, K(vt, 0)])
+            v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
         return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+
+    def gather(self, st: _Fn, base, idx, t: Type, vt, mask):
+        b = st.b
+        lanes = vt.count
+        ptrs = self.pointers(st, base, idx, t)
+        if mask is None:
+            mask = K(ir.VectorType(I1T, lanes), 1)
+        f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
+        return b.call(f, [ptrs, ir.Constant(I32T, max(1, t.bits // 8)), mask, K(vt, 0)])
 
     # ------------------------------------------------------------ loops
     def serial_for(self, st: _Fn, s: For):

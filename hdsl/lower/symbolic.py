@@ -9,7 +9,7 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 from __future__ import annotations
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
-                          Select, Unary, Var, walk)
+                          Select, Unary, Var, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
 from hdsl.ir.types import I32
@@ -34,6 +34,30 @@ def _max(a: Bound, b: Bound) -> Bound:
 
 
 def expr_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
+    if e.type == I32 and isinstance(e, BinOp) and e.op in ("+", "-"):
+        # floor(x / c) * c inside a sum: replace it by x (upper) or x - (c - 1) (lower)
+        # before bounding, so the sum's terms can cancel symbolically first
+        up, down = _relax(e, True), _relax(e, False)
+        if up is not e or down is not e:
+            return (_bounds(simplify(down), scope)[0], _bounds(simplify(up), scope)[1])
+    return _bounds(e, scope)
+
+
+def _relax(e: Expr, upper: bool) -> Expr:
+    if isinstance(e, BinOp) and e.type == I32:
+        if e.op in ("+", "-"):
+            a = _relax(e.a, upper)
+            b = _relax(e.b, upper if e.op == "+" else not upper)
+            return e if a is e.a and b is e.b else BinOp(e.op, a, b, I32)
+        k = const_value(e.b)
+        if e.op == "*" and k is not None and k > 0 and isinstance(e.a, BinOp) and e.a.op == "/" \
+                and const_value(e.a.b) == k:
+            x = e.a.a
+            return x if upper else BinOp("-", x, Const(I32, k - 1), I32)
+    return e
+
+
+def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     t = e.type
     if isinstance(e, Const):
         if t.is_float() or t.is_bool():
@@ -131,6 +155,10 @@ def _binop(e: BinOp, scope):
         b[0] is not None and b[1] is not None and const_value(b[0]) is not None
         and const_value(b[0]) == const_value(b[1])) else None
     if op == "*":
+        if kb is not None and kb > 0 and isinstance(e.a, BinOp) and e.a.op == "/" and const_value(e.a.b) == kb:
+            # floor(x / c) * c lies in [x - (c - 1), x]
+            x = expr_bounds(e.a.a, scope)
+            return (None if x[0] is None else _i("-", x[0], Const(I32, kb - 1)), x[1])
         if kb is not None:
             if kb >= 0:
                 return (None if a[0] is None else _i("*", a[0], Const(I32, kb)),
@@ -188,53 +216,100 @@ class _Box:
 
 
 def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True, writes=True):
-    """The (lo, hi) per dim of `target` touched in stmt; None if not touched."""
-    box = _Box(dims)
-    _walk_stmt(stmt, target, dict(scope or {}), box, reads, writes)
-    if box.empty:
+    """The (lo, hi) per dim of `target` touched in stmt; None if not touched.
+
+    As in Halide, the box is first found in terms of the innermost symbols and
+    each binder is eliminated on the way out: a let by substituting its value
+    (exact), a loop by bounding over its range. Keeping lets symbolic until
+    then preserves the correlation between a region's min and max (a split
+    loop's footprint `min + ((max - min + n) / n) * n` simplifies to about
+    `max + n` instead of the difference of two unrelated intervals)."""
+    box = _walk(stmt, target, dims, dict(scope or {}), reads, writes)
+    if box is None:
         return None
     return list(zip(box.lo, box.hi))
 
 
-def _expr_calls(e: Expr, target, scope, box):
+def _union(a: "_Box | None", b: "_Box | None"):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    a.add(list(zip(b.lo, b.hi)))
+    return a
+
+
+def _calls_box(e: Expr, target, dims, scope):
+    box = None
     for n in walk(e):
         if (isinstance(n, FuncCall) and n.func is target) or (isinstance(n, InputCall) and n.buffer is target):
+            if box is None:
+                box = _Box(dims)
             box.add([expr_bounds(a, scope) for a in n.args])
+    return box
 
 
-def _walk_stmt(s: Stmt, target, scope, box, reads, writes):
+def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = None):
+    """Remove symbol `name` from the box: substitute `exact`, or bound over `interval`."""
+    if box is None:
+        return None
+    def subst(e):
+        return simplify(substitute(e, lambda n: exact if isinstance(n, Var) and n.name == name else None))
+    out = _Box(len(box.lo))
+    lo, hi = [], []
+    for d in range(len(box.lo)):
+        a, b = box.lo[d], box.hi[d]
+        if a is not None and _mentions(a, name):
+            a = subst(a) if exact is not None else expr_bounds(a, {name: interval})[0]
+        if b is not None and _mentions(b, name):
+            b = subst(b) if exact is not None else expr_bounds(b, {name: interval})[1]
+        lo.append(a)
+        hi.append(b)
+    out.add(list(zip(lo, hi)))
+    return out
+
+
+def _mentions(e: Expr, name: str) -> bool:
+    return any(isinstance(n, Var) and n.name == name for n in walk(e))
+
+
+def _walk(s: Stmt, target, dims, scope, reads, writes):
     if isinstance(s, For):
-        lo, _ = expr_bounds(s.min, scope)
-        # simplify min + extent - 1 first: loops are written [m, m + (M - m + 1)), and
-        # bounding M directly is tighter than bounding m and the extent apart
+        inner = _walk(s.body, target, dims, scope, reads, writes)
+        if inner is None:
+            return None
         last = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
-        _, hi = expr_bounds(last, scope)
-        inner = dict(scope)
-        inner[s.var] = (lo, hi)
-        _walk_stmt(s.body, target, inner, box, reads, writes)
-    elif isinstance(s, LetStmt):
-        if reads:
-            _expr_calls(s.value, target, scope, box)
-        inner = dict(scope)
-        inner[s.name] = expr_bounds(s.value, scope)
-        _walk_stmt(s.body, target, inner, box, reads, writes)
-    elif isinstance(s, Block):
+        return _eliminate(inner, s.var, (simplify(s.min), last))
+    if isinstance(s, LetStmt):
+        box = _calls_box(s.value, target, dims, scope) if reads else None
+        inner = _walk(s.body, target, dims, scope, reads, writes)
+        if s.value.type == I32:
+            inner = _eliminate(inner, s.name, None, exact=s.value)
+        else:
+            inner = _eliminate(inner, s.name, expr_bounds(s.value, scope))
+        return _union(box, inner)
+    if isinstance(s, Block):
+        box = None
         for x in s.stmts:
-            _walk_stmt(x, target, scope, box, reads, writes)
-    elif isinstance(s, IfThenElse):
-        if reads:
-            _expr_calls(s.cond, target, scope, box)
-        _walk_stmt(s.then, target, scope, box, reads, writes)
+            box = _union(box, _walk(x, target, dims, scope, reads, writes))
+        return box
+    if isinstance(s, IfThenElse):
+        box = _calls_box(s.cond, target, dims, scope) if reads else None
+        box = _union(box, _walk(s.then, target, dims, scope, reads, writes))
         if s.otherwise is not None:
-            _walk_stmt(s.otherwise, target, scope, box, reads, writes)
-    elif isinstance(s, Realize):
-        _walk_stmt(s.body, target, scope, box, reads, writes)
-    elif isinstance(s, Provide):
+            box = _union(box, _walk(s.otherwise, target, dims, scope, reads, writes))
+        return box
+    if isinstance(s, Realize):
+        return _walk(s.body, target, dims, scope, reads, writes)
+    if isinstance(s, Provide):
+        box = None
         if writes and s.func is target:
+            box = _Box(dims)
             box.add([expr_bounds(a, scope) for a in s.args])
         if reads:
             for e in list(s.args) + list(s.values):
-                _expr_calls(e, target, scope, box)
-    elif isinstance(s, Evaluate):
-        if reads:
-            _expr_calls(s.value, target, scope, box)
+                box = _union(box, _calls_box(e, target, dims, scope))
+        return box
+    if isinstance(s, Evaluate):
+        return _calls_box(s.value, target, dims, scope) if reads else None
+    return None
