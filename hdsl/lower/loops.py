@@ -213,7 +213,7 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
             # host emulation: blocks run on the thread pool, threads serially
             if d.name == "gpu_blocks":
                 shape.kinds[shape.internal[a[-1]]] = "parallel"
-        elif d.name in ("memoize", "estimate", "reorder_storage", "update"):
+        elif d.name in ("memoize", "estimate", "reorder_storage", "update", "rfactor"):
             pass
         else:
             raise HdslError(f"'{d.name}' is not supported by the native compiler yet", d.span,

@@ -13,6 +13,7 @@ from hdsl.ir.verify import verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
+from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, func_schedules,
                               inject_at_loop, innermost_loop_using)
@@ -42,6 +43,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
     scheds = func_schedules(funcs, p.outputs, sched)
     inlined = {id(f) for f in funcs if scheds[id(f)].compute.kind == "inline" and f not in p.outputs}
     defs = inline_definitions(funcs, inlined)
+    # rfactor adds intermediate Funcs (after inlining, so they see inlined definitions)
+    funcs = apply_rfactor(funcs, defs, scheds)
     lb = LoopBuilder(defs, scheds, p.outputs)
     stmt: Stmt = Block(())
     # outputs: consumers first, so that each output's production precedes its consumers'
