@@ -94,6 +94,7 @@ class _Fn:
         self.err_info = None
         self.lanes: int | None = None        # inside a vectorized loop: its width
         self.mask = None                     # inside a vector guard: the active lanes
+        self.cache: dict = {}                # id(expr) -> (expr, value) for CSE
 
 
 class CodeGen:
@@ -166,6 +167,13 @@ class CodeGen:
 
     # ------------------------------------------------------------ statements
     def stmt(self, st: _Fn, s: Stmt):
+        if isinstance(s, (LetStmt, For, IfThenElse, Allocate, Assert)):
+            st.cache = {}
+        self._stmt(st, s)
+        if isinstance(s, (LetStmt, For, IfThenElse, Allocate, Assert)):
+            st.cache = {}      # values made inside a branch or loop body do not dominate what follows
+
+    def _stmt(self, st: _Fn, s: Stmt):
         b = st.b
         if isinstance(s, Block):
             for x in s.stmts:
@@ -429,7 +437,15 @@ class CodeGen:
         return b.add(self.splat(st, v.base, v.lanes), steps)
 
     def expr(self, st: _Fn, e: Expr, keep_ramp: bool = False):
-        v = self._expr(st, e)
+        # common subexpressions (expressions are interned DAGs) are generated once per
+        # straight-line stretch; the cache is dropped wherever control flow or bindings change
+        hit = st.cache.get(id(e))
+        if hit is not None:
+            v = hit[1]
+        else:
+            v = self._expr(st, e)
+            if not isinstance(e, (Const, Var, Param)):
+                st.cache[id(e)] = (e, v)
         return v if keep_ramp else self.val(st, v)
 
     def _expr(self, st: _Fn, e: Expr):
@@ -445,7 +461,7 @@ class CodeGen:
         if isinstance(e, Load):
             return self.load(st, e)
         if isinstance(e, Cast):
-            v = self._expr(st, e.value)
+            v = self.expr(st, e.value, keep_ramp=True)
             if isinstance(v, Ramp):
                 if t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate:
                     # index arithmetic: a widened ramp is still a ramp (no overflow within a vector)
@@ -453,8 +469,8 @@ class CodeGen:
                 v = self.val(st, v)
             return self.cast(st, t, v, e.value.type, e.saturate)
         if isinstance(e, BinOp):
-            a = self._expr(st, e.a)
-            c = self._expr(st, e.b)
+            a = self.expr(st, e.a, keep_ramp=True)
+            c = self.expr(st, e.b, keep_ramp=True)
             r = self._ramp_binop(st, e, a, c)
             if r is not None:
                 return r
@@ -573,8 +589,8 @@ class CodeGen:
         b = st.b
         zero, one = K(a, 0), K(a, 1)
         k = _const_of(b_)
-        if k is not None and k > 0:
-            # a positive constant divisor: no zero or -1 cases
+        if k is not None and (k > 0 or not t.is_int()) and k != 0:
+            # a positive constant divisor (any nonzero one, unsigned): no zero or -1 cases
             if not t.is_int():
                 return b.udiv(a, b_) if op == "/" else b.urem(a, b_)
             q = b.sdiv(a, b_)
@@ -892,8 +908,11 @@ def _const_int(e: Expr) -> int | None:
 
 
 def _const_of(v) -> int | None:
-    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType):
-        return int(v.constant) if not isinstance(v.constant, list) else None
+    """The signed value of a scalar integer constant (constants are stored masked to their width)."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and not isinstance(v.constant, list):
+        c, w = int(v.constant), v.type.width
+        c &= (1 << w) - 1
+        return c - (1 << w) if c >= 1 << (w - 1) else c
     return None
 
 

@@ -156,10 +156,15 @@ class Intrinsic(Expr):
 
 
 def walk(e: Expr) -> Iterator[Expr]:
-    """Every node of `e`, parents before children."""
+    """Every distinct node of `e` once, parents before children (expressions are DAGs:
+    inlining shares subexpressions, and visiting them once keeps passes linear)."""
     stack = [e]
+    seen = set()
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         yield n
         stack.extend(reversed(n.children()))
 
@@ -188,12 +193,89 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
     raise TypeError(f"cannot rebuild {type(e).__name__}")
 
 
-def substitute(e: Expr, fn) -> Expr:
-    """Bottom-up rewrite: `fn(node)` returns a replacement or None to keep it."""
-    kids = [substitute(c, fn) for c in e.children()]
-    node = rebuild(e, kids) if kids else e
-    out = fn(node)
-    return node if out is None else out
+def substitute(e: Expr, fn, memo: dict | None = None) -> Expr:
+    """Bottom-up rewrite: `fn(node)` returns a replacement or None to keep it.
+    Shared subexpressions are rewritten once, and the results are interned."""
+    memo = {} if memo is None else memo
+
+    def go(n: Expr) -> Expr:
+        r = memo.get(id(n))
+        if r is not None:
+            return r[1]
+        kids = [go(c) for c in n.children()]
+        node = rebuild(n, kids) if kids else n
+        out = fn(node)
+        res = intern(node if out is None else out)
+        memo[id(n)] = (n, res)
+        return res
+    return go(e)
+
+
+# Hash-consing: structurally equal expressions become one object, so that the
+# DAGs inlining makes stay small and `a is b` means "the same expression".
+_INTERN: dict = {}
+_CANON: set = set()
+
+
+def _intern_key(e: Expr):
+    kids = tuple(id(c) for c in e.children())
+    if isinstance(e, Const):
+        return ("C", e.type, repr(e.value), e.literal)
+    if isinstance(e, Var):
+        return ("V", e.name, e.type)
+    if isinstance(e, RVar):
+        return ("R", id(e.rdom), e.index)
+    if isinstance(e, Param):
+        return ("P", e.name, e.type)
+    if isinstance(e, BufferProp):
+        return ("B", id(e.buffer), e.dim, e.what)
+    if isinstance(e, Cast):
+        return ("cast", e.type, e.saturate, kids)
+    if isinstance(e, BinOp):
+        return ("bin", e.op, e.type, kids)
+    if isinstance(e, Unary):
+        return ("un", e.op, e.type, kids)
+    if isinstance(e, Select):
+        return ("sel", e.type, kids)
+    if isinstance(e, FuncCall):
+        return ("call", id(e.func), e.index, e.type, kids)
+    if isinstance(e, InputCall):
+        return ("in", id(e.buffer), e.type, kids)
+    if isinstance(e, Intrinsic):
+        return ("intr", e.name, e.type, e.extra, kids)
+    key = getattr(e, "intern_key", None)
+    return key() + (kids,) if key is not None else None
+
+
+def intern(e: Expr) -> Expr:
+    """The canonical object for `e` (children are made canonical first)."""
+    if id(e) in _CANON:
+        return e
+    kids = e.children()
+    if kids:
+        canon = [intern(c) for c in kids]
+        if any(a is not b for a, b in zip(canon, kids)):
+            e = rebuild(e, canon)
+            if id(e) in _CANON:
+                return e
+    key = _intern_key(e)
+    if key is None:
+        return e
+    got = _INTERN.get(key)
+    if got is None:
+        # the canonical node keeps its children alive, so the ids in its key stay valid
+        _INTERN[key] = got = e
+        _CANON.add(id(e))
+    return got
+
+
+def intern_tree(e: Expr, memo: dict | None = None) -> Expr:
+    return substitute(e, lambda n: None, memo)
+
+
+def clear_interned() -> None:
+    _INTERN.clear()
+    _CANON.clear()
 
 
 def const(t: Type, v) -> Const:

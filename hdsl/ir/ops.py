@@ -269,15 +269,28 @@ def intrinsic(name: str, args: list[Expr]) -> Expr:
             a = Const(I32, a.value)
         lo = coerce_literal(lo, a.type, 1) if is_literal(lo) else lo
         hi = coerce_literal(hi, a.type, 2) if is_literal(hi) else hi
+        bounds = []
         for i, e in ((1, lo), (2, hi)):
-            if e.type != a.type:
+            # Halide: lossless_cast(a.type, bound) must succeed
+            converted = lossless_cast(a.type, e)
+            if converted is None:
                 raise TypeRuleError(f"clamp's bounds must have the type of its first argument ({a.type}), "
                                     f"not {e.type}", f"write {a.type}(...) around the bound", i)
+            bounds.append(converted)
+        lo, hi = bounds
         # Halide's order: max(min(a, hi), lo), so lo wins when lo > hi
         return BinOp("max", BinOp("min", a, hi, a.type), lo, a.type)
     if name == "lerp":
         z, o, w = args
-        z, o = match_types(z, o)
+        # Halide: an int literal end takes the other end's type, otherwise the
+        # two ends must already have the same type (no match_types)
+        if is_literal(z) and not is_literal(o):
+            z = coerce_literal(z, o.type, 0)
+        elif is_literal(o) and not is_literal(z):
+            o = coerce_literal(o, z.type, 1)
+        elif not is_literal(z) and z.type != o.type:
+            raise TypeRuleError(f"lerp's ends have different types, {z.type} and {o.type}",
+                                f"cast one of them explicitly, e.g. {z.type}(...)", 1)
         if is_literal(z):
             z, o = Const(I32, z.value), Const(I32, o.value)
         if is_literal(w):
@@ -290,6 +303,38 @@ def intrinsic(name: str, args: list[Expr]) -> Expr:
             w = cast(z.type, w)
         return Intrinsic("lerp", (z, o, w), z.type)
     raise TypeRuleError(f"unknown built-in {name}")
+
+
+def can_represent(t: Type, o: Type) -> bool:
+    """Halide's Type::can_represent(Type): every value of o is a value of t."""
+    if t == o:
+        return True
+    o_uint = o.is_uint() or o.is_bool()
+    if t.is_int():
+        return (o.is_int() and o.bits <= t.bits) or (o_uint and o.bits < t.bits)
+    if t.is_uint():
+        return o_uint and o.bits <= t.bits
+    if t.is_float():
+        return (o.is_float() and o.bits <= t.bits) or (not o.is_float() and (
+            (t.bits == 64 and o.bits <= 32) or (t.bits == 32 and o.bits <= 16) or (t.bits == 16 and o.bits <= 8)))
+    return False
+
+
+def lossless_cast(t: Type, e: Expr) -> Expr | None:
+    """Halide's lossless_cast for the cases decidable from types and constants
+    (Halide also tries bounds analysis, which hdsl does not): `e` as a `t`, or
+    None when some value of `e` may not survive the conversion."""
+    if e.type == t:
+        return e
+    if can_represent(t, e.type):
+        return cast(t, e)
+    if isinstance(e, Const) and not e.type.is_error():
+        if convert_scalar(e.type, convert_scalar(t, e.value)) == e.value:
+            return Const(t, convert_scalar(t, e.value))
+        return None
+    if isinstance(e, Cast) and not e.saturate and can_represent(e.type, e.value.type):
+        return lossless_cast(t, e.value)
+    return None
 
 
 def integer_power(a: Expr, n: int) -> Expr:

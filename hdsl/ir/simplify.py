@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hdsl.ir.expr import BinOp, Cast, Const, Expr, Select, Var, rebuild
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Select, Var, intern, rebuild
 from hdsl.ir.types import I32
 
 
@@ -59,8 +59,19 @@ def _plus(base: Expr | None, c: int) -> Expr:
     return BinOp("-", base, Const(I32, -c), I32)
 
 
-def simplify(e: Expr) -> Expr:
-    kids = [simplify(c) for c in e.children()]
+def simplify(e: Expr, memo: dict | None = None) -> Expr:
+    """The simplified, interned form of `e` (shared subexpressions simplified once)."""
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    out = intern(_simplify_node(e, memo))
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _simplify_node(e: Expr, memo: dict) -> Expr:
+    kids = [simplify(c, memo) for c in e.children()]
     if kids:
         e = rebuild(e, kids)
     if isinstance(e, BinOp):
@@ -80,9 +91,9 @@ def simplify(e: Expr) -> Expr:
     return e
 
 
-def _key(e: Expr) -> str:
-    from hdsl.ir.printer import expr_str
-    return expr_str(e)
+def _key(e: Expr):
+    """Like terms are the same (interned) object."""
+    return id(intern(e))
 
 
 def _linear(e: Expr, scale: int, terms: dict, order: list) -> int:

@@ -108,6 +108,9 @@ class Load(Expr):
     def with_children(self, c):
         return Load(self.buffer, c[0], self.type)
 
+    def intern_key(self):
+        return ("load", self.buffer, self.type)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Let(Expr):
@@ -122,6 +125,9 @@ class Let(Expr):
 
     def with_children(self, c):
         return Let(self.name, c[0], c[1], self.type)
+
+    def intern_key(self):
+        return ("let", self.name, self.type)
 
 
 def block(*stmts) -> Stmt:

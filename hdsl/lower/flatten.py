@@ -63,8 +63,16 @@ class _Flattener:
         if isinstance(s, Provide):
             f = s.func
             idx = _index(f.name, [self.expr(a) for a in s.args], self.folds.get(id(f), ()))
-            stores = [Store(buffer_name(f, k), idx, self.expr(v)) for k, v in enumerate(s.values)]
-            return stores[0] if len(stores) == 1 else Block(tuple(stores))
+            values = [self.expr(v) for v in s.values]
+            if len(values) == 1:
+                return Store(buffer_name(f, 0), idx, values[0])
+            # a tuple is written at once: every value is computed before any is stored
+            names = [f"{f.name}.value.{k}" for k in range(len(values))]
+            body: Stmt = Block(tuple(Store(buffer_name(f, k), idx, Var(n, v.type))
+                                     for k, (n, v) in enumerate(zip(names, values))))
+            for n, v in reversed(list(zip(names, values))):
+                body = LetStmt(n, v, body)
+            return body
         if isinstance(s, Realize):
             f = s.func
             self.folds[id(f)] = s.folds

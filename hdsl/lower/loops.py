@@ -251,7 +251,10 @@ class LoopBuilder:
                     shape.add_dim(user, lo, ext)
             for i, a in enumerate(u.args):
                 if isinstance(a, Var):
-                    lo, hi = V(f"{f.name}.{a.name}.req.min"), V(f"{f.name}.{a.name}.req.max")
+                    # over the whole computed region: later stages may read what this one
+                    # writes beyond the region f's consumers need (a scan along y reads
+                    # every row that the scan along x before it produced)
+                    lo, hi = V(f"{f.name}.s0.{a.name}.min"), V(f"{f.name}.s0.{a.name}.max")
                     shape.add_dim(a.name, lo, add(sub(hi, lo), I(1)))
             mapping = {a.name: V(shape.internal[a.name]) for a in u.args if isinstance(a, Var)}
             rmap = {i: V(shape.internal[n]) for i, n in enumerate(rv_names)}
@@ -278,15 +281,15 @@ class LoopBuilder:
         stages = [self.stage_nest(f, 0)] + [self.stage_nest(f, i + 1) for i in range(len(f.updates))]
         return block(*stages)
 
-    def footprint(self, f: Func) -> list:
-        """Box that f's updates touch, given its required region f.<v>.req.min/max."""
+    def footprint(self, f: Func, pure: dict) -> list:
+        """Boxes that f's updates touch when their pure vars range over `pure` (name -> (lo, hi))."""
         d = self.defs[id(f)]
         boxes = []
         for u in d.updates:
             scope = {}
             for a in u.args:
                 if isinstance(a, Var):
-                    scope[a.name] = (V(f"{f.name}.{a.name}.req.min"), V(f"{f.name}.{a.name}.req.max"))
+                    scope[a.name] = pure[a.name]
             if u.rdom is not None:
                 for i, (lo, ext) in enumerate(u.rdom.bounds):
                     scope[("rvar", id(u.rdom), i)] = (lo, sub(add(lo, ext), I(1)))
@@ -310,13 +313,18 @@ class LoopBuilder:
                                 f"{'xyc'[dim] if dim < 3 else 'dim ' + str(dim)} coordinate is unbounded",
                                 f.span, "clamp data-dependent coordinates, e.g. f(clamp(i32(v), 0, 255))")
         region = [list(r) for r in required]
-        for box in self.footprint(f):
-            for dim, (lo, hi) in enumerate(box):
-                if lo is None or hi is None:
-                    raise HdslError(f"cannot tell which part of '{f.name}' its update writes: coordinate {dim} "
-                                    "is unbounded", f.span, "clamp computed coordinates into a fixed range")
-                region[dim][0] = simplify(BinOp("min", region[dim][0], lo, I32))
-                region[dim][1] = simplify(BinOp("max", region[dim][1], hi, I32))
+        if f.updates:
+            # twice: the updates' pure vars range over the region the first pass found
+            req = {a: (V(f"{f.name}.{a}.req.min"), V(f"{f.name}.{a}.req.max")) for a in f.args}
+            for pure in (req, None):
+                pure = pure or {a: tuple(region[i]) for i, a in enumerate(f.args)}
+                for box in self.footprint(f, pure):
+                    for dim, (lo, hi) in enumerate(box):
+                        if lo is None or hi is None:
+                            raise HdslError(f"cannot tell which part of '{f.name}' its update writes: coordinate "
+                                            f"{dim} is unbounded", f.span, "clamp computed coordinates into a fixed range")
+                        region[dim][0] = simplify(BinOp("min", region[dim][0], lo, I32))
+                        region[dim][1] = simplify(BinOp("max", region[dim][1], hi, I32))
         checks = []
         for a, (blo, bext) in fs.bounds.items():
             dim = f.args.index(a)

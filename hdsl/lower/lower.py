@@ -5,7 +5,7 @@ import os
 import time
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, Var
+from hdsl.ir.expr import BinOp, Const, Var, clear_interned
 from hdsl.ir.func import Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
@@ -129,6 +129,7 @@ def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
 
 
 def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Lowered:
+    clear_interned()       # expressions are hash-consed per lowering
     sched = choose_schedule(p, schedule, target)
     stages, timings = {}, {}
 

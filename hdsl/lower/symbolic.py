@@ -9,7 +9,7 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 from __future__ import annotations
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
-                          Select, Unary, Var, substitute, walk)
+                          Select, Unary, Var, intern, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
 from hdsl.ir.types import I32
@@ -34,6 +34,19 @@ def _max(a: Bound, b: Bound) -> Bound:
 
 
 def expr_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
+    # memoized per scope: call arguments share subexpressions (a DAG after inlining)
+    memo = scope.get("__memo__")
+    if memo is None:
+        memo = scope["__memo__"] = {}
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    out = _expr_bounds(e, scope)
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _expr_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     if e.type == I32 and isinstance(e, BinOp) and e.op in ("+", "-"):
         # floor(x / c) * c inside a sum: replace it by x (upper) or x - (c - 1) (lower)
         # before bounding, so the sum's terms can cancel symbolically first
@@ -194,25 +207,88 @@ def _binop(e: BinOp, scope):
     return (None, None)
 
 
+def merge_monotone(a: Expr, b: Expr, want_min: bool) -> Expr | None:
+    """min(a, b) (or max) as one expression when a and b differ only by a constant at one
+    leaf reached through non-decreasing operations: min(F(x + 1), F(x - 1)) = F(x - 1).
+    None when no such single expression is found."""
+    from hdsl.ir.simplify import _offset, _same
+    if _same(a, b):
+        return a
+    ba, ca = _offset(a)
+    bb, cb = _offset(b)
+    if (ba is None and bb is None) or (ba is not None and bb is not None and _same(ba, bb)):
+        return a if (ca <= cb) == want_min else b
+    if isinstance(a, BinOp) and isinstance(b, BinOp) and a.op == b.op and a.type == b.type == I32:
+        op = a.op
+        if op in ("+", "min", "max"):
+            if _same(a.b, b.b):
+                r = merge_monotone(a.a, b.a, want_min)
+                return None if r is None else intern(BinOp(op, r, a.b, I32))
+            if _same(a.a, b.a):
+                r = merge_monotone(a.b, b.b, want_min)
+                return None if r is None else intern(BinOp(op, a.a, r, I32))
+        if op == "-":
+            if _same(a.b, b.b):
+                r = merge_monotone(a.a, b.a, want_min)
+                return None if r is None else intern(BinOp(op, r, a.b, I32))
+            if _same(a.a, b.a):
+                r = merge_monotone(a.b, b.b, not want_min)
+                return None if r is None else intern(BinOp(op, a.a, r, I32))
+        if op in ("*", "/") and _same(a.b, b.b) and (const_value(a.b) or 0) > 0:
+            r = merge_monotone(a.a, b.a, want_min)
+            return None if r is None else intern(BinOp(op, r, a.b, I32))
+    return None
+
+
+class _Candidates:
+    """A running min (or max) kept as a short list of expressions no two of which merge."""
+
+    def __init__(self, want_min: bool):
+        self.want_min = want_min
+        self.items: list[Expr] = []
+        self.unbounded = False
+
+    def add(self, e: Bound):
+        if e is None:
+            self.unbounded = True
+            return
+        # (a bounded search: past 32 candidates new ones are simply kept)
+        for i, old in enumerate(self.items[:32]):
+            m = merge_monotone(old, e, self.want_min)
+            if m is not None:
+                self.items[i] = m
+                return
+        self.items.append(e)
+
+    def value(self) -> Bound:
+        if self.unbounded or not self.items:
+            return None
+        items = list(self.items)
+        while len(items) > 1:          # a balanced tree keeps the expression shallow
+            items = [_i("min" if self.want_min else "max", items[k], items[k + 1]) if k + 1 < len(items)
+                     else items[k] for k in range(0, len(items), 2)]
+        return items[0]
+
+
 class _Box:
     def __init__(self, dims):
-        self.lo: list[Bound] = [None] * dims
-        self.hi: list[Bound] = [None] * dims
+        self._lo = [_Candidates(True) for _ in range(dims)]
+        self._hi = [_Candidates(False) for _ in range(dims)]
         self.empty = True
-        self.unbounded: set[int] = set()
 
     def add(self, bounds):
         for d, (lo, hi) in enumerate(bounds):
-            if lo is None:
-                self.unbounded.add(d)
-            if hi is None:
-                self.unbounded.add(d)
-            if self.empty:
-                self.lo[d], self.hi[d] = lo, hi
-            else:
-                self.lo[d] = _min(self.lo[d], lo)
-                self.hi[d] = _max(self.hi[d], hi)
+            self._lo[d].add(lo)
+            self._hi[d].add(hi)
         self.empty = False
+
+    @property
+    def lo(self) -> list[Bound]:
+        return [c.value() for c in self._lo]
+
+    @property
+    def hi(self) -> list[Bound]:
+        return [c.value() for c in self._hi]
 
 
 def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True, writes=True):
@@ -235,7 +311,12 @@ def _union(a: "_Box | None", b: "_Box | None"):
         return b
     if b is None:
         return a
-    a.add(list(zip(b.lo, b.hi)))
+    for d in range(len(a._lo)):
+        for src, dst in ((b._lo[d], a._lo[d]), (b._hi[d], a._hi[d])):
+            if src.unbounded:
+                dst.unbounded = True
+            for e in src.items:
+                dst.add(e)
     return a
 
 
@@ -253,19 +334,21 @@ def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = Non
     """Remove symbol `name` from the box: substitute `exact`, or bound over `interval`."""
     if box is None:
         return None
-    def subst(e):
-        return simplify(substitute(e, lambda n: exact if isinstance(n, Var) and n.name == name else None))
-    out = _Box(len(box.lo))
-    lo, hi = [], []
-    for d in range(len(box.lo)):
-        a, b = box.lo[d], box.hi[d]
-        if a is not None and _mentions(a, name):
-            a = subst(a) if exact is not None else expr_bounds(a, {name: interval})[0]
-        if b is not None and _mentions(b, name):
-            b = subst(b) if exact is not None else expr_bounds(b, {name: interval})[1]
-        lo.append(a)
-        hi.append(b)
-    out.add(list(zip(lo, hi)))
+
+    def fix(e: Expr, lower: bool) -> Bound:
+        if not _mentions(e, name):
+            return e
+        if exact is not None:
+            return simplify(substitute(e, lambda n: exact if isinstance(n, Var) and n.name == name else None))
+        lo, hi = expr_bounds(e, {name: interval})
+        return lo if lower else hi
+    out = _Box(len(box._lo))
+    for d in range(len(box._lo)):
+        for src, dst, lower in ((box._lo[d], out._lo[d], True), (box._hi[d], out._hi[d], False)):
+            dst.unbounded = src.unbounded
+            for e in src.items:
+                dst.add(fix(e, lower))
+    out.empty = box.empty
     return out
 
 
