@@ -173,6 +173,12 @@ def cmd_lower(args) -> int:
             print(assembly(module, args.target))
         return 0
     low = lower(p.ir, args.schedule, args.target)
+    if args.debug_level:
+        # every pass's result in order (with --debug 2, its time too)
+        for name in PASSES:
+            print(f"# after {name}" + (f" ({low.timings[name] * 1e3:.2f} ms)" if args.debug_level > 1 else ""))
+            print(stmt_str(low.stages[name]), end="")
+        return 0
     after = args.print_after or PASSES[-1]
     if after not in low.stages:
         raise HdslError(f"unknown pass '{after}'", None, "passes: " + ", ".join(PASSES))
@@ -226,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"])
     lo.add_argument("--print-after", metavar="PASS", help="show the loop nest after this pass")
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
+    lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
+                    help="print the loop nest after every pass (N >= 2: with timings)")
     lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt")
     lo.set_defaults(fn=cmd_lower)
     return ap

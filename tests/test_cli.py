@@ -1,0 +1,117 @@
+"""The command line: hdsl check | run | lower | compile, as a user types them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hdsl.cli import main
+from hdsl.runtime.images import load_image, save_image
+
+ROOT = Path(__file__).resolve().parents[1]
+BLUR = ROOT / "examples" / "blur.hl"
+GRAY16 = ROOT / "examples" / "images" / "gray16.png"
+
+MULTI = """
+pipeline two
+input img: u8[3]
+param gain: f32 = 2.0
+param shift: i32
+output gray: u8[2]
+output scaled: f32[3]
+algorithm {
+    gray(x, y) = u8((u16(img(x, y, 0)) + u16(img(x, y, 1)) + u16(img(x, y, 2))) / 3)
+    scaled(x, y, c) = f32(img(x, y, c)) * gain + f32(shift)
+}
+"""
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return code, out.out, out.err
+
+
+def test_run_blur_native_and_interp_agree(tmp_path, capsys):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", a)[0] == 0
+    assert run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", b, "--target", "interp")[0] == 0
+    x, y = load_image(a), load_image(b)
+    assert x.dtype == np.uint16 and x.shape == load_image(GRAY16).shape
+    assert np.array_equal(x, y)
+
+
+def test_multi_output_npy_params_and_size(tmp_path, capsys):
+    prog = tmp_path / "two.hl"
+    prog.write_text(MULTI)
+    rgb = np.random.RandomState(1).randint(0, 256, (9, 13, 3)).astype(np.uint8)
+    save_image(tmp_path / "in.png", rgb)
+    g, s = tmp_path / "g.png", tmp_path / "s.npy"
+    code, _, err = run(capsys, "run", prog, "--input", f"img={tmp_path / 'in.png'}", "--param", "shift=-4",
+                       "--param", "gain=0.5", "--output", f"gray={g}", "--output", f"scaled={s}")
+    assert code == 0, err
+    gray = load_image(g)
+    assert np.array_equal(gray, (rgb.astype(np.uint16).sum(axis=2) // 3).astype(np.uint8))
+    assert np.array_equal(np.load(s), rgb.astype(np.float32) * np.float32(0.5) + np.float32(-4))
+    # --size: a smaller region of both outputs
+    code, _, err = run(capsys, "run", prog, "--input", f"img={tmp_path / 'in.png'}", "--param", "shift=0",
+                       "--output", f"gray={g}", "--output", f"scaled={s}", "--size", "5,4")
+    assert code == 0, err
+    assert load_image(g).shape == (4, 5) and np.load(s).shape == (4, 5, 3)
+
+
+def test_time_reports_compile_and_run_apart(tmp_path, capsys):
+    code, out, _ = run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png", "--time", "3")
+    assert code == 0
+    assert out.splitlines()[0].startswith("compile: ")
+    assert "run (host, 3 runs): median" in out and " min " in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "nope.hl", "--output", "o.png"], "cannot read nope.hl"),
+    (["run", BLUR, "--output", "o.png"], "input 'img' is missing"),
+    (["run", BLUR, "--input", "im=x.png", "--output", "o.png"], "pipeline 'blur' has no input 'im'"),
+    (["run", BLUR, "--input", f"img={GRAY16}", "--output", "o.gif"], "o.gif"),
+    (["run", BLUR, "--input", f"img={GRAY16}", "--output", "o.png", "--schedule", "fast"],
+     "pipeline 'blur' has no schedule 'fast'"),
+    (["run", BLUR, "--input", f"img={GRAY16}", "--output", "o.png", "--param", "k=1"], "has no param 'k'"),
+])
+def test_user_errors_exit_1_without_traceback(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, *args)
+    assert code == 1
+    assert message in err
+
+
+def test_wrong_image_type_says_what_to_do(tmp_path, capsys):
+    img8 = ROOT / "examples" / "images" / "gray8.png"
+    code, _, err = run(capsys, "run", BLUR, "--input", f"img={img8}", "--output", tmp_path / "o.png")
+    assert code == 1
+    assert "input 'img' is u16 but" in err and "uint8" in err
+
+
+def test_check_reports_every_file(tmp_path, capsys):
+    bad = tmp_path / "bad.hl"
+    bad.write_text("pipeline p\ninput img: u8[2]\noutput out: u8[2]\nalgorithm {\n    out(x, y) = imgg(x, y)\n}\n")
+    code, _, err = run(capsys, "check", BLUR, bad)
+    assert code == 1
+    assert f"{bad}:5:17: error: 'imgg' is not defined; did you mean 'img'?" in err
+
+
+def test_lower_prints_passes(capsys):
+    code, out, _ = run(capsys, "lower", BLUR, "--print-after", "schedule_functions")
+    assert code == 0 and "parallel for out.s0.y" in out and "vectorized for out.s0.xi_i" in out
+    code, out, _ = run(capsys, "lower", BLUR, "--emit", "llvm")
+    assert code == 0 and "<16 x i16>" in out
+    code, _, err = run(capsys, "lower", BLUR, "--print-after", "nothing")
+    assert code == 1 and "unknown pass 'nothing'" in err
+
+
+def test_compile_writes_object_and_header(tmp_path, capsys):
+    code, out, _ = run(capsys, "compile", BLUR, "-o", tmp_path, "--emit", "o,h,stmt")
+    assert code == 0
+    assert (tmp_path / "blur.o").stat().st_size > 0
+    assert "int blur(struct hdsl_buffer *img, struct hdsl_buffer *out);" in (tmp_path / "blur.h").read_text()
+    assert out.split() == [str(tmp_path / "blur.o"), str(tmp_path / "blur.h"), str(tmp_path / "blur.stmt")]
