@@ -6,6 +6,20 @@ definitions run in order; an update over an rdom is vectorized over all its
 points when no point can see another's write, and otherwise steps through
 the rdom in lexicographic order (r.x innermost), vectorized over pure vars.
 Schedules are ignored: this is the meaning every schedule must reproduce.
+
+Decisions where the spec is silent (Halide's behaviour, checked against it):
+- An rdom's `where` conditions of the form `r.k (+ c) OP e` (OP one of
+  < <= > >= ==, e of known range) shrink the rdom's box for both bounds
+  inference and iteration, as Halide trims loops by the if-condition a
+  predicate becomes: `rdom r = [0..20] where r.x < img.width` never reads
+  img outside the buffer. `select` does not trim: both sides are needed.
+- `print` writes one line per point evaluated, the values separated by
+  spaces, in Halide's serial order (first pure var innermost; in updates the
+  rvars inside the pure vars, r.x innermost); f32 prints with six decimals
+  (`1.500000`), f64 in scientific notation (`1.500000e+00`), bool as
+  true/false.
+- rdom bounds may read inputs but not Funcs; a Func that reads itself
+  through another Func (an update reading a Func that reads it) is an error.
 """
 from __future__ import annotations
 
@@ -16,10 +30,10 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError, InternalError
 from hdsl.interp.scalar import binop_values, cast_values, intrinsic_values, unary_values
-from hdsl.ir.bounds import BoundsEnv, interval
+from hdsl.ir.bounds import BoundsEnv, interval, narrow_by_predicate
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var, walk)
-from hdsl.ir.func import Func, Pipeline, Update, calls_in, topo_order
+from hdsl.ir.func import Func, Pipeline, Update, callees, calls_in, topo_order
 
 MAX_REGION = 1 << 28
 DIM_NAMES = "xyc"
@@ -44,6 +58,7 @@ class Evaluator:
             self.buffers[id(b)] = inputs[b.name]
         self.params = params
         self.realized: dict[int, Realization] = {}
+        self._ranges: dict[int, list[tuple[int, int]]] = {}     # id(RDom) -> [(min, extent)]
 
     # ---------------------------------------------------------------- scalars
     def scalar(self, e: Expr):
@@ -62,6 +77,7 @@ class Evaluator:
     def infer_regions(self, boxes: dict[int, list[list[int]]]):
         order = topo_order(self.p.outputs)
         self.order = order
+        self._check_acyclic(order)
         need_inputs: dict[int, list[list[float]]] = {}
         for f in reversed(order):
             box = boxes.get(id(f))
@@ -85,10 +101,52 @@ class Evaluator:
         self.boxes = boxes
         self._check_inputs(need_inputs)
 
+    @staticmethod
+    def _check_acyclic(order: list[Func]):
+        """A call reads a Func's final value, so no Func may depend on itself through others."""
+        pos = {id(f): i for i, f in enumerate(order)}
+        for i, f in enumerate(order):
+            for g in callees(f):
+                if pos[id(g)] >= i:
+                    raise HdslError(f"'{f.name}' and '{g.name}' depend on each other: '{f.name}' reads "
+                                    f"'{g.name}', which reads '{f.name}'", f.span,
+                                    "a Func can read itself only in its own update definitions")
+
     def _rdom_ranges(self, u: Update):
         if u.rdom is None:
             return []
-        return [(self.scalar_value(lo), self.scalar_value(ext)) for lo, ext in u.rdom.bounds]
+        key = id(u.rdom)
+        cached = self._ranges.get(key)
+        if cached is None:
+            self._check_rdom_bounds(u.rdom)
+            cached = [(self.scalar_value(lo), self.scalar_value(ext)) for lo, ext in u.rdom.bounds]
+            if u.rdom.predicate is not None and all(ext > 0 for _, ext in cached):
+                # points outside the box the predicate's simple conditions allow never pass it:
+                # neither bounds inference nor the update visits them (Halide's if-condition trimming)
+                env = BoundsEnv({}, {(key, k): (lo, lo + ext - 1) for k, (lo, ext) in enumerate(cached)},
+                                self.scalar)
+                narrow_by_predicate(u.rdom.predicate, env)
+                cached = [(int(lo), int(hi) - int(lo) + 1)
+                          for lo, hi in (env.rvars[(key, k)] for k in range(len(cached)))]
+            self._ranges[key] = cached
+        return cached
+
+    def _check_rdom_bounds(self, rdom):
+        """An rdom's bounds are needed before anything is computed: they may use
+        params, buffer properties and reads of inputs, but not Funcs."""
+        for lo, ext in rdom.bounds:
+            for c in calls_in([lo, ext]):
+                if isinstance(c, FuncCall):
+                    raise HdslError(f"the bounds of rdom '{rdom.name}' read Func '{c.func.name}'", rdom.span,
+                                    "rdom bounds may use constants, params, buffer properties and inputs")
+                arr = self.buffers[id(c.buffer)]
+                for d, a in enumerate(c.args):
+                    v = self.scalar_value(a)
+                    if not 0 <= v < arr.shape[d]:
+                        n = dim_name(d)
+                        raise HdslError(f"input '{c.buffer.name}' is read at {n} = {v} .. {v} (in the bounds of "
+                                        f"rdom '{rdom.name}'), but the buffer covers {n} = 0 .. {arr.shape[d] - 1}",
+                                        rdom.span)
 
     def _stages(self, f: Func, box):
         env = BoundsEnv({a: tuple(box[i]) for i, a in enumerate(f.args)}, {}, self.scalar)
@@ -122,11 +180,15 @@ class Evaluator:
         size = 1
         for d, (lo, hi) in enumerate(box):
             if math.isinf(lo) or math.isinf(hi):
+                if not f.updates and f not in self.p.outputs:
+                    raise _TooLarge(f)
                 raise HdslError(f"cannot tell which part of '{f.name}' is needed: its {dim_name(d)} "
                                 f"coordinate is unbounded", f.span,
                                 "clamp data-dependent coordinates, e.g. f(clamp(i32(v), 0, 255))")
             size *= max(0, int(hi) - int(lo) + 1)
         if size > MAX_REGION:
+            if not f.updates and f not in self.p.outputs:
+                raise _TooLarge(f)
             raise HdslError(f"'{f.name}' would need {size} points, more than the evaluator's limit", f.span,
                             "clamp data-dependent coordinates to a small range")
 
@@ -163,6 +225,8 @@ class Evaluator:
         extents = [max(0, int(hi) - int(lo) + 1) for lo, hi in box]
         shape = tuple(extents)
         var_arrays = {a: self._axis(mins[i], extents[i], i, len(shape)) for i, a in enumerate(f.args)}
+        # print's order: Halide's default loop nest, the first pure var innermost
+        self._print_iter = (shape, tuple(reversed(range(len(shape)))))
         arrays = []
         for v in f.values:
             val = self.eval(v, var_arrays, {}, None)
@@ -225,12 +289,16 @@ class Evaluator:
         for d in vec_dims:
             shape[nd + (len(vec_dims) - 1 - vec_dims.index(d))] = ranges[d][1]
         shape = tuple(shape)
+        # print's order: pure vars outside the rvars (r.x innermost), as in Halide's default update loops
+        self._print_iter = (shape, tuple(reversed(range(nd))) + tuple(range(nd, n_axes)))
         cache: dict = {}
         coords = [np.broadcast_to(np.asarray(self.eval(a, var_arrays, rvars, cache), dtype=np.int64), shape)
                   for a in u.args]
         mask = None
         if u.rdom is not None and u.rdom.predicate is not None:
             mask = np.broadcast_to(np.asarray(self.eval(u.rdom.predicate, var_arrays, rvars, cache), dtype=bool), shape)
+        if mask is not None and not mask.any():
+            return True         # no point of this step passes the rdom's predicate
         idx = []
         for d, c in enumerate(coords):
             ci = c - r.mins[d]
@@ -239,14 +307,19 @@ class Evaluator:
                 raise InternalError(f"update of {f.name} writes outside its region in dim {d}")
             idx.append(sel.reshape(-1) if mask is not None else ci.reshape(-1))
         if all_at_once:
-            flat = np.ravel_multi_index(tuple(idx), tuple(r.extents)) if idx else np.zeros(1, np.int64)
+            # a 0-dimensional Func: every rdom point writes its one element
+            npoints = int(np.prod(shape)) if mask is None else int(np.count_nonzero(mask))
+            flat = np.ravel_multi_index(tuple(idx), tuple(r.extents)) if idx else np.zeros(npoints, np.int64)
             if len(np.unique(flat)) != flat.size:
                 return self._reduction_scatter(f, u, r, var_arrays, rvars, cache, shape, mask, idx)
         values = [np.broadcast_to(np.asarray(self.eval(v, var_arrays, rvars, cache), dtype=v.type.dtype), shape)
                   for v in u.values]
         for arr, val in zip(r.arrays, values):
-            src = val if mask is None else val[mask]
-            arr[tuple(idx)] = src.reshape(-1)
+            src = (val if mask is None else val[mask]).reshape(-1)
+            if idx:
+                arr[tuple(idx)] = src
+            elif src.size:      # a 0-dimensional Func: the last point written wins
+                arr[()] = src[-1]
         return True
 
     def _reduction_scatter(self, f, u, r, var_arrays, rvars, cache, shape, mask, idx) -> bool:
@@ -261,12 +334,20 @@ class Evaluator:
                 return False
             if v.op == "*" and v.type.is_bool():
                 return False
+            if v.op in ("min", "max") and v.type.is_float():
+                # np.maximum/minimum propagate NaN; Halide's max(a, b) is
+                # select(a > b, a, b): step through the rdom instead
+                return False
             plans.append((ufuncs[v.op], v.b))
         for arr, (ufunc, e) in zip(r.arrays, plans):
             val = np.broadcast_to(np.asarray(self.eval(e, var_arrays, rvars, cache), dtype=arr.dtype), shape)
             src = val if mask is None else val[mask]
+            src = src.reshape(-1)
             with np.errstate(all="ignore"):
-                ufunc.at(arr, tuple(idx), src.reshape(-1))
+                if idx:
+                    ufunc.at(arr, tuple(idx), src)
+                else:           # a 0-dimensional Func: one element, every point reduces into it
+                    ufunc.at(arr.reshape(1), (np.zeros(src.size, np.int64),), src)
         return True
 
     # ---------------------------------------------------------------- expressions
@@ -335,8 +416,17 @@ class Evaluator:
         return arr[tuple(idx)]
 
     def _print(self, e: Intrinsic, args):
+        """One line per point evaluated, in the order of Halide's default (serial) loop nest."""
         shape = np.broadcast_shapes(*[np.shape(a) for a in args])
-        flat = [np.broadcast_to(a, shape).reshape(-1) for a in args]
+        it_shape, order = getattr(self, "_print_iter", ((), ()))
+        try:
+            full = np.broadcast_shapes(shape, it_shape)
+        except ValueError:
+            full = None
+        if full is not None and len(full) == len(order):
+            flat = [np.transpose(np.broadcast_to(a, full), order).reshape(-1) for a in args]
+        else:
+            flat = [np.broadcast_to(a, shape).reshape(-1) for a in args]
         pieces = list(e.extra)
         for i in range(flat[0].size if flat else 0):
             parts = [_fmt(flat[0][i])]
@@ -351,11 +441,22 @@ class Evaluator:
 
 
 def _fmt(v) -> str:
+    # Halide's print: f64 in scientific notation, other floats with six decimals
+    if isinstance(v, np.float64):
+        return _fmt_float(float(v), "e")
     if isinstance(v, (np.floating, float)):
-        return f"{float(v):g}"
+        return _fmt_float(float(v), "f")
     if isinstance(v, (np.bool_, bool)):
         return "true" if v else "false"
     return str(int(v))
+
+
+def _fmt_float(v: float, style: str) -> str:
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    if math.isinf(v):
+        return "-inf" if v < 0 else "inf"
+    return f"{v:.6{style}}"
 
 
 def _same_args(a, b) -> bool:
@@ -372,6 +473,11 @@ def _same_args(a, b) -> bool:
     return True
 
 
+class _TooLarge(Exception):
+    def __init__(self, func: Func):
+        self.func = func
+
+
 def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str, object],
             boxes: list[list[tuple[int, int]]], out=None) -> list[list[np.ndarray]]:
     """Realize every output over its box [(min, extent) per dim]; arrays are indexed [x, y, ...]."""
@@ -382,8 +488,23 @@ def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str,
     for f, box in zip(pipeline.outputs, boxes):
         if any(ext <= 0 for _, ext in box):
             raise HdslError(f"output '{f.name}' has an empty size", None, "every extent must be positive")
-    with np.errstate(all="ignore"):
-        results = ev.run(init)
+    inlined: set[str] = set()
+    out_boxes = [init[id(f)] for f in pipeline.outputs]
+    while True:
+        try:
+            with np.errstate(all="ignore"):
+                results = ev.run(init)
+            break
+        except _TooLarge as big:
+            # a pure Func needed over an unbounded (or huge) region, such as a boundary
+            # condition read at data-dependent coordinates, is computed where it is used
+            # instead: the same values, and only its callers' regions must be bounded
+            from hdsl.ir.transform import inline_funcs
+            if big.func.name in inlined or len(inlined) >= 64:
+                raise HdslError(f"'{big.func.name}' is needed over an unbounded region", big.func.span) from None
+            inlined.add(big.func.name)
+            ev = Evaluator(inline_funcs(pipeline, inlined), inputs, params, out)
+            init = {id(g): [list(b) for b in box] for g, box in zip(ev.p.outputs, out_boxes)}
     out_arrays = []
     for f, r, box in zip(pipeline.outputs, results, boxes):
         sl = tuple(slice(lo - m, lo - m + ext) for (lo, ext), m in zip(box, r.mins))

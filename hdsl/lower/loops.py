@@ -434,36 +434,49 @@ def inject_at_loop(stmt: Stmt, loop_var: str, fn) -> tuple[Stmt, bool]:
     return out, done[0]
 
 
+def _reads(e: Expr, f: Func) -> bool:
+    return any(isinstance(n, FuncCall) and n.func is f for n in walk(e))
+
+
+def _own_exprs(s: Stmt) -> list[Expr]:
+    if isinstance(s, For):
+        return [s.min, s.extent]
+    if isinstance(s, LetStmt):
+        return [s.value]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Provide):
+        return list(s.args) + list(s.values)
+    if isinstance(s, Realize):
+        return [e for b in s.bounds for e in b]
+    return []
+
+
+def _children(s: Stmt) -> list[Stmt]:
+    if isinstance(s, Block):
+        return list(s.stmts)
+    if isinstance(s, (LetStmt, Realize, For)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
+    return []
+
+
+def stmt_reads(s: Stmt, f: Func) -> bool:
+    return any(_reads(e, f) for e in _own_exprs(s)) or any(stmt_reads(c, f) for c in _children(s))
+
+
 def innermost_loop_using(stmt: Stmt, f: Func) -> str | None:
-    """The innermost loop whose body contains every use of f (for unscheduled reductions)."""
-    best = [None]
-
-    def uses(s) -> bool:
-        return box_of(s, f, f.dims, reads=True, writes=False) is not None
-
-    def visit(s, current):
+    """The innermost loop whose body contains every use of f (for unscheduled reductions):
+    descend while exactly one child uses f and the node itself does not."""
+    best = None
+    s = stmt
+    while True:
+        if any(_reads(e, f) for e in _own_exprs(s)):
+            return best
         if isinstance(s, For):
-            if uses(s.body):
-                best[0] = s.var
-                inner = [x for x in _children(s.body) if uses(x)]
-                if len(inner) == 1:
-                    visit(inner[0], s.var)
-            return
-        for x in _children(s):
-            if uses(x):
-                visit(x, current)
-
-    def _children(s):
-        if isinstance(s, Block):
-            return list(s.stmts)
-        if isinstance(s, (LetStmt, Realize)):
-            return [s.body]
-        if isinstance(s, IfThenElse):
-            return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
-        if isinstance(s, For):
-            return [s]
-        return []
-    top = [x for x in _children(stmt) if uses(x)] if not isinstance(stmt, For) else [stmt]
-    if len(top) == 1:
-        visit(top[0], None)
-    return best[0]
+            best = s.var
+        users = [c for c in _children(s) if stmt_reads(c, f)]
+        if len(users) != 1:
+            return best
+        s = users[0]
