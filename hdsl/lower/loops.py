@@ -155,7 +155,10 @@ class _StageShape:
         self.internal[ab] = fused
         self.bounds[fused] = (I(0), mul(ext_a, ext_b))
         self.lets.append((ia, add(lo_a, simplify(BinOp("%", V(fused), ext_a, I32)))))
-        self.lets.append((ib, add(lo_b, div(V(fused), ext_a))))
+        # clamped into b's range (a no-op: fused < ext_a * ext_b) so bounds inference sees it
+        b_val = add(lo_b, div(V(fused), ext_a))
+        b_val = simplify(BinOp("max", BinOp("min", b_val, sub(add(lo_b, ext_b), I(1)), I32), lo_b, I32))
+        self.lets.append((ib, b_val))
 
     def reorder(self, names: list[str]):
         positions = sorted(self.dims.index(n) for n in names)
@@ -208,6 +211,11 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 target = v + "_i" if d.name != "parallel" else v
             else:
                 target = v
+                ext = simplify(shape.bounds[shape.internal[v]][1])
+                if d.name != "parallel" and not isinstance(ext, Const):
+                    raise HdslError(f"{d.name}({v}) needs a loop of constant extent, but the extent of '{v}' "
+                                    "depends on the output's size", d.span,
+                                    f"split it first, {d.name}({v}, 8), or fix its range with bound({v}, 0, N)")
             shape.kinds[shape.internal[target]] = kind
         elif d.name in ("gpu_blocks", "gpu_threads"):
             # host emulation: blocks run on the thread pool, threads serially
@@ -234,6 +242,12 @@ class LoopBuilder:
         is_output = f in self.outputs
         if stage == 0:
             for a in f.args:
+                if a in fs.bounds:
+                    # bound(): the loop's range is the given constants (so unroll and
+                    # vectorize see a constant extent)
+                    lo, ext = fs.bounds[a]
+                    shape.add_dim(a, lo, ext)
+                    continue
                 lo, hi = V(f"{f.name}.s0.{a}.min"), V(f"{f.name}.s0.{a}.max")
                 shape.add_dim(a, lo, add(sub(hi, lo), I(1)))
             mapping = {a: V(shape.internal[a]) for a in f.args}
