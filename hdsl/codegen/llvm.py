@@ -411,6 +411,7 @@ class CodeGen:
         old = st.syms.get(s.var)
         for k in range(n):
             st.syms[s.var] = (st.b.add(lo, ir.Constant(I32T, k)), I32)
+            st.cache = {}          # the loop var has a new value: nothing cached still holds
             self.stmt(st, s.body)
         self._restore(st, s.var, old)
 

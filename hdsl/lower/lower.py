@@ -75,6 +75,10 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
             site = innermost_loop_using(stmt, f)
 
         slides = fs.store != fs.compute and level.kind == "at"
+        # a reshaped producer computes past its window (rounded-up splits): folding its
+        # storage could overwrite rows still to be read, so it is only folded when unsplit
+        foldable = not any(d.name in ("split", "tile", "fuse", "vectorize", "unroll", "parallel", "gpu_tile")
+                           for d in fs.stages.get(-1, []))
 
         def compute(body, loop=None, f=f, slides=slides):
             required = box_of(body, f, f.dims, reads=True, writes=False)
@@ -90,7 +94,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
             stmt, _ = inject_at_loop(stmt, site, compute)
         if fs.store != fs.compute and fs.compute.kind != "innermost":
             # a sliding window whose footprint is a fixed number of slices is folded
-            fold = lb.slid
+            fold = lb.slid if foldable else None
             st = fs.store
             if st.kind == "root":
                 stmt = lb.realize(f, stmt, fold)

@@ -12,7 +12,7 @@ from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputC
                           Select, Unary, Var, intern, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
-from hdsl.ir.types import I32
+from hdsl.ir.types import BOOL, I32
 
 Bound = Expr | None
 
@@ -108,6 +108,10 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     if isinstance(e, Select):
         a = expr_bounds(e.t, scope)
         b = expr_bounds(e.f, scope)
+        if e.type == I32 and a[0] is not None and a[0] is a[1] and b[0] is not None and b[0] is b[1] \
+                and not _mentions_ranged(e.cond, scope):
+            v = simplify(Select(e.cond, a[0], b[0], I32))
+            return (v, v)
         return (_min(a[0], b[0]), _max(a[1], b[1]))
     if isinstance(e, BinOp):
         return _binop(e, scope)
@@ -120,6 +124,18 @@ def _as_i32(e: Expr) -> Expr:
     if isinstance(e, Const):
         return Const(I32, int(e.value))
     return Cast(I32, e)
+
+
+def _mentions_ranged(e: Expr, scope: dict) -> bool:
+    """Does e use a var that scope gives a range (rather than a point)?"""
+    for n in walk(e):
+        if isinstance(n, Var) and n.name in scope:
+            lo, hi = scope[n.name]
+            if lo is None or lo is not hi:
+                return True
+        if isinstance(n, RVar):
+            return True
+    return False
 
 
 def _fits(src, t) -> bool:
@@ -150,6 +166,11 @@ def _binop(e: BinOp, scope):
         return _type_bounds(t)
     a = expr_bounds(e.a, scope)
     b = expr_bounds(e.b, scope)
+    if a[0] is not None and a[0] is a[1] and b[0] is not None and b[0] is b[1] and op in ("/", "%", "*"):
+        # both operands are single points: so is the result, kept exact (a loop var
+        # bounded later sees the whole expression, e.g. the a % b = a rule)
+        v = simplify(BinOp(op, a[0], b[0], I32))
+        return (v, v)
     if op == "+":
         return (None if a[0] is None or b[0] is None else _i("+", a[0], b[0]),
                 None if a[1] is None or b[1] is None else _i("+", a[1], b[1]))
@@ -199,10 +220,18 @@ def _binop(e: BinOp, scope):
         return (None, None)
     if op == "%":
         if kb is not None and kb != 0:
+            if kb > 0 and a[0] is not None and a[1] is not None and const_value(a[0]) is not None \
+                    and const_value(a[1]) is not None and 0 <= const_value(a[0]) and const_value(a[1]) < kb:
+                return a
             return (Const(I32, 0), Const(I32, abs(kb) - 1))
         if b[1] is not None and b[0] is not None:
-            return (Const(I32, 0), _i("max", _i("-", _i("max", b[1], _i("-", Const(I32, 0), b[0])), Const(I32, 1)),
-                                      Const(I32, 0)))
+            whole = (Const(I32, 0), _i("max", _i("-", _i("max", b[1], _i("-", Const(I32, 0), b[0])), Const(I32, 1)),
+                                       Const(I32, 0)))
+            if a[0] is not None and a[1] is not None:
+                # a % b is a itself when 0 <= a < b: decided at run time, like the evaluator
+                inside = BinOp("&&", BinOp(">=", a[0], Const(I32, 0), BOOL), BinOp("<", a[1], b[0], BOOL), BOOL)
+                return (simplify(Select(inside, a[0], whole[0], I32)), simplify(Select(inside, a[1], whole[1], I32)))
+            return whole
         return (None, None)
     return (None, None)
 
