@@ -111,11 +111,13 @@ class ExprStmt(Node):
 class Let(Node):
     name: str
     value: Node
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
 class VarDecl(Node):
     names: list[str]
+    name_spans: list[Span] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -123,6 +125,7 @@ class RDomDecl(Node):
     name: str
     domain: Node
     where: Node | None
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -131,6 +134,7 @@ class For(Node):
     lo: Node
     hi: Node
     body: list[Node]
+    var_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -142,6 +146,7 @@ class Return(Node):
 @dataclass(eq=False)
 class PipelineDecl(Node):
     name: str
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -151,6 +156,7 @@ class BufferDecl(Node):
     type_name: str
     type_span: Span
     dims: Node
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -159,18 +165,21 @@ class ParamDeclNode(Node):
     type_name: str
     type_span: Span
     default: Node | None
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
 class ConstDecl(Node):
     name: str
     value: Node
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
 class Use(Node):
     target: str
     is_path: bool
+    target_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -178,6 +187,7 @@ class FnDef(Node):
     name: str
     params: list[str]
     body: list[Node]
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)
@@ -189,6 +199,7 @@ class AlgorithmBlock(Node):
 class ScheduleBlock(Node):
     name: str | None
     body: list[Node] | None
+    name_span: Span | None = None
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from hdsl.diagnostics import Diagnostic, HdslError, Span, register_source
 from hdsl.frontend import ast
@@ -77,10 +77,11 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def pipeline_decl(self, meta, c):
-        return ast.PipelineDecl(self._span(meta), str(c[0]))
+        return ast.PipelineDecl(self._span(meta), str(c[0]), self._tspan(c[0]))
 
     def _buffer(self, kind, meta, c):
-        return ast.BufferDecl(self._span(meta), kind, str(c[0]), str(c[1]), self._tspan(c[1]), c[2])
+        return ast.BufferDecl(self._span(meta), kind, str(c[0]), str(c[1]), self._tspan(c[1]), c[2],
+                              self._tspan(c[0]))
 
     @v_args(meta=True)
     def input_decl(self, meta, c):
@@ -92,23 +93,24 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def param_decl(self, meta, c):
-        return ast.ParamDeclNode(self._span(meta), str(c[0]), str(c[1]), self._tspan(c[1]), c[2])
+        return ast.ParamDeclNode(self._span(meta), str(c[0]), str(c[1]), self._tspan(c[1]), c[2],
+                                 self._tspan(c[0]))
 
     @v_args(meta=True)
     def const_decl(self, meta, c):
-        return ast.ConstDecl(self._span(meta), str(c[0]), c[1])
+        return ast.ConstDecl(self._span(meta), str(c[0]), c[1], self._tspan(c[0]))
 
     @v_args(meta=True)
     def use_decl(self, meta, c):
         tok = c[0]
         if tok.type == "STRING":
-            return ast.Use(self._span(meta), pyast.literal_eval(str(tok)), True)
-        return ast.Use(self._span(meta), str(tok), False)
+            return ast.Use(self._span(meta), pyast.literal_eval(str(tok)), True, self._tspan(tok))
+        return ast.Use(self._span(meta), str(tok), False, self._tspan(tok))
 
     @v_args(meta=True)
     def fn_def(self, meta, c):
         params = [str(p) for p in c[1:-1] if p is not None]
-        return ast.FnDef(self._span(meta), str(c[0]), params, c[-1])
+        return ast.FnDef(self._span(meta), str(c[0]), params, c[-1], self._tspan(c[0]))
 
     @v_args(meta=True)
     def algorithm(self, meta, c):
@@ -117,7 +119,10 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def schedule(self, meta, c):
         name = str(c[0]) if c[0] is not None else None
-        return ast.ScheduleBlock(self._span(meta), name, c[1])
+        # an unnamed block is pointed at by its keyword
+        name_span = (self._tspan(c[0]) if c[0] is not None
+                     else Span(self.filename, meta.line, meta.column, meta.line, meta.column + len("schedule")))
+        return ast.ScheduleBlock(self._span(meta), name, c[1], name_span)
 
     def block(self, c):
         return [s for s in c if isinstance(s, ast.Node)]
@@ -133,19 +138,19 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def let_stmt(self, meta, c):
-        return ast.Let(self._span(meta), str(c[0]), c[1])
+        return ast.Let(self._span(meta), str(c[0]), c[1], self._tspan(c[0]))
 
     @v_args(meta=True)
     def var_decl(self, meta, c):
-        return ast.VarDecl(self._span(meta), [str(t) for t in c])
+        return ast.VarDecl(self._span(meta), [str(t) for t in c], [self._tspan(t) for t in c])
 
     @v_args(meta=True)
     def rdom_decl(self, meta, c):
-        return ast.RDomDecl(self._span(meta), str(c[0]), c[1], c[2])
+        return ast.RDomDecl(self._span(meta), str(c[0]), c[1], c[2], self._tspan(c[0]))
 
     @v_args(meta=True)
     def for_stmt(self, meta, c):
-        return ast.For(self._span(meta), str(c[0]), c[1], c[2], c[3])
+        return ast.For(self._span(meta), str(c[0]), c[1], c[2], c[3], self._tspan(c[0]))
 
     @v_args(meta=True)
     def return_stmt(self, meta, c):
@@ -212,7 +217,9 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def int_lit(self, meta, c):
-        return ast.IntLit(self._tspan(c[0]), int(str(c[0]), 0))
+        text = str(c[0])
+        # plain digits are decimal even with leading zeros (int(..., 0) refuses '08')
+        return ast.IntLit(self._tspan(c[0]), int(text, 10) if text.isdigit() else int(text, 0))
 
     @v_args(meta=True)
     def float_lit(self, meta, c):
@@ -240,15 +247,90 @@ class _Builder(Transformer):
         return ast.ListLit(self._span(meta), c[0] if c and c[0] is not None else [])
 
 
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_TOP_KEYWORDS = ("pipeline", "input", "output", "param", "const", "use", "fn", "algorithm", "schedule")
+_DECL_FORMS = {
+    "pipeline": "a pipeline is named as 'pipeline NAME'",
+    "input": "an input is declared as 'input NAME: TYPE[DIMS]', e.g. input img: u8[2]",
+    "output": "an output is declared as 'output NAME: TYPE[DIMS]', e.g. output out: u8[2]",
+    "param": "a param is declared as 'param NAME: TYPE = DEFAULT', e.g. param gain: f32 = 1.5",
+    "const": "a const is declared as 'const NAME = INTEGER', e.g. const J = 8",
+    "use": "write 'use NAME' for a standard module or 'use \"path.hl\"' for a file",
+}
+_EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "UNARY_OP", "TRUE", "FALSE"}
+
+
+def _open_brackets(text: str, line: int, col: int) -> list[tuple[str, int, int]]:
+    """The brackets still open just before (line, col): (char, line, col), innermost last.
+
+    Comments and strings are skipped; a closer that does not match the innermost
+    opener is ignored, except that '}' also closes any ( or [ left open inside it."""
+    stack: list[tuple[str, int, int]] = []
+    ln, cn, i, n = 1, 1, 0, len(text)
+    while i < n and (ln, cn) < (line, col):
+        ch = text[i]
+        if ch == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+                cn += 1
+            continue
+        if ch == '"':
+            i += 1
+            cn += 1
+            while i < n and text[i] not in '"\n':
+                step = 2 if text[i] == "\\" else 1
+                i += step
+                cn += step
+            if i < n and text[i] == '"':
+                i += 1
+                cn += 1
+            continue
+        if ch == "\n":
+            ln, cn = ln + 1, 1
+            i += 1
+            continue
+        if ch in _OPENERS:
+            stack.append((ch, ln, cn))
+        elif ch in ")]" and stack and _OPENERS[stack[-1][0]] == ch:
+            stack.pop()
+        elif ch == "}":
+            while stack and stack[-1][0] != "{":
+                stack.pop()
+            if stack:
+                stack.pop()
+        i += 1
+        cn += 1
+    return stack
+
+
+def _first_on_line(text_lines: list[str], line: int, col: int) -> bool:
+    return 1 <= line <= len(text_lines) and not text_lines[line - 1][:col - 1].strip()
+
+
+def _first_word(text_lines: list[str], line: int) -> str:
+    if not 1 <= line <= len(text_lines):
+        return ""
+    words = text_lines[line - 1].split()
+    return words[0] if words else ""
+
+
+def _unclosed(filename: str, opener: tuple[str, int, int], hint: str) -> HdslError:
+    ch, line, col = opener
+    return HdslError(Diagnostic(f"'{ch}' is not closed", Span(filename, line, col, line, col + 1), hint))
+
+
 def _syntax_error(exc: UnexpectedInput, filename: str, text: str) -> HdslError:
     line, col = exc.line, exc.column
+    text_lines = text.split("\n")
     if isinstance(exc, UnexpectedCharacters):
-        ch = text.split("\n")[line - 1][col - 1: col] if line >= 1 else "?"
-        hint = None
+        ch = text_lines[line - 1][col - 1: col] if line >= 1 else "?"
         if ch in "'`":
             hint = "strings use double quotes"
         elif ch == ";":
             hint = "statements end at the end of the line; no ';' is needed"
+        else:
+            hint = ("remove it; hdsl's operators are + - * / % & | ^ ~ << >> ! && || == != < <= > >= "
+                    "and ?:")
         return HdslError(Diagnostic(f"unexpected character '{ch}'",
                                     Span(filename, line, col, line, col + 1), hint))
     tok = getattr(exc, "token", None)
@@ -258,22 +340,45 @@ def _syntax_error(exc: UnexpectedInput, filename: str, text: str) -> HdslError:
         lines = text.rstrip("\n").split("\n")
         line = len(lines)
         col = len(lines[-1]) + 1
+        still_open = _open_brackets(text, line + 1, 1)
+        if still_open:
+            close = _OPENERS[still_open[-1][0]]
+            return _unclosed(filename, still_open[-1], f"the file ends before its '{close}'")
         return HdslError(Diagnostic("unexpected end of file", Span(filename, line, max(1, col - 1), line, col),
-                                    "a '{', '(' or '[' is not closed"))
+                                    "the last statement is not complete"))
+    # An error on a later line than a bracket that is still open is usually that
+    # bracket's fault: newlines inside ( and [ do not end the statement, and a
+    # missing '}' makes the next top-level item part of the block.
+    still_open = _open_brackets(text, tok.line, tok.column)
+    first = _first_on_line(text_lines, tok.line, tok.column)
+    if still_open:
+        ch, oline, _ = still_open[-1]
+        if ch in "([" and oline < tok.line and (tok.type == "RBRACE" or first):
+            return _unclosed(filename, still_open[-1],
+                             f"add '{_OPENERS[ch]}' to close it; line {tok.line} is still inside it")
+        word = _first_word(text_lines, tok.line)
+        if ch == "{" and oline < tok.line and word in _TOP_KEYWORDS and text_lines[tok.line - 1].startswith(word):
+            return _unclosed(filename, still_open[-1],
+                             f"add '}}' to close the block before '{word}' on line {tok.line}")
     span = Span(filename, tok.line, tok.column, tok.end_line or tok.line,
                 tok.end_column or tok.column + 1)
     if tok.type == "_NL":
         span = Span(filename, tok.line, tok.column, tok.line, tok.column + 1)
     hint = None
     names = sorted(_READABLE.get(e, f"'{e.lower()}'") for e in expected if not e.startswith("__"))
-    if "RPAR" in expected and tok.type == "_NL":
-        hint = "a '(' on this line is not closed"
-    elif "RSQB" in expected and tok.type == "_NL":
-        hint = "a '[' on this line is not closed"
+    word = _first_word(text_lines, tok.line)
+    before = text_lines[tok.line - 1][:tok.column - 1].rstrip() if 1 <= tok.line <= len(text_lines) else ""
+    if tok.type in ("RPAR", "RSQB") and not any(o[0] == ("(" if tok.type == "RPAR" else "[")
+                                                 for o in still_open):
+        hint = f"this '{tok.value}' has no matching '{'(' if tok.type == 'RPAR' else '['}'"
     elif tok.type == "RBRACE" and "_NL" in expected:
         hint = "put the closing '}' on a line of its own"
-    elif tok.type == "ASSIGN_OP" and str(tok) == "=" and "CMP_OP" not in expected:
+    elif tok.type == "ASSIGN_OP" and str(tok) == "=" and "CMP_OP" not in expected and word not in _DECL_FORMS:
         hint = "use '==' to compare; '=' defines a Func"
+    elif word in _DECL_FORMS and tok.column > 1:
+        hint = _DECL_FORMS[word]
+    elif tok.type == "_NL" and expected & _EXPR_START:
+        hint = f"an expression is missing after '{before.split()[-1]}'" if before else "an expression is missing"
     elif len(names) <= 6 and names:
         hint = "expected " + ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
     return HdslError(Diagnostic(f"unexpected {what}", span, hint))

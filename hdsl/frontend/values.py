@@ -18,6 +18,7 @@ class FuncVal:
 class ArrayVal:
     name: str
     elems: dict[int, object] = field(default_factory=dict)
+    poisoned: bool = False      # a definition of some element had an error
 
 
 @dataclass(eq=False)
@@ -74,13 +75,21 @@ class OutputSlot:
     """A declared output not yet defined in the algorithm."""
     name: str
     type_name: str
-    dims: int
-    span: Span
+    dims: int | None          # None: the declaration's dimension count was wrong
+    span: Span                # the declared name
+    type_span: Span | None = None
+    dims_span: Span | None = None   # `u8[2]`
 
 
 @dataclass(eq=False)
 class StrVal:
     value: str
+
+
+@dataclass(eq=False)
+class PoisonVal:
+    """A name whose definition had an error (already reported): using it says nothing more."""
+    name: str
 
 
 class Scope:

@@ -71,10 +71,13 @@ def binop_values(op: str, a, b, t: Type):
                 return (a - b * np.floor(a / b)).astype(t.dtype)
             q, r = _int_div_mod(a, b, t)
             return q if op == "/" else r
+        # Halide's codegen: min(a, b) = select(a < b, a, b), max with '>'
+        # (CodeGen_LLVM::visit(Min/Max)); so a NaN operand yields b, and
+        # min(-0.0, 0.0) is 0.0.  np.minimum would propagate the NaN.
         if op == "min":
-            return np.minimum(a, b)
+            return np.where(a < b, a, b)
         if op == "max":
-            return np.maximum(a, b)
+            return np.where(a > b, a, b)
         if op == "==":
             return a == b
         if op == "!=":
@@ -107,6 +110,8 @@ def cast_values(t: Type, v: np.ndarray, src: Type, saturate: bool = False) -> np
     with np.errstate(all="ignore"):
         if saturate:
             v = _saturate(t, v, src)
+            if src.is_float() and not t.is_float():
+                return v.astype(t.dtype)      # already clamped and truncated
         if t.is_bool():
             return v != 0
         if src.is_float() and not t.is_float():
@@ -124,9 +129,9 @@ def cast_values(t: Type, v: np.ndarray, src: Type, saturate: bool = False) -> np
 def _saturate(t: Type, v: np.ndarray, src: Type) -> np.ndarray:
     """Clamp v into t's range, in a type where the comparison is exact."""
     if t.is_float():
-        if src.is_float() and src.bits > t.bits:
-            big = float(np.finfo(t.dtype).max)
-            return np.clip(v, -big, big)
+        # Halide clamps to t.min() .. t.max(), which for floats are -inf .. inf:
+        # a finite value too large for t still becomes inf (Halide's
+        # lower_saturating_cast); only the ordinary cast below applies.
         return v
     lo, hi = t.min_value(), t.max_value()
     if t.is_bool():
@@ -162,7 +167,9 @@ def unary_values(op: str, a: np.ndarray, t: Type) -> np.ndarray:
     with np.errstate(all="ignore"):
         if op == "-":
             if t.is_float():
-                return -a
+                # Halide's -x is Sub(0, x) (IROperator.cpp operator-): so
+                # -(0.0) and -(-0.0) are both +0.0, not a sign flip
+                return (np.zeros_like(a) - a).astype(t.dtype)
             return (np.zeros_like(a) - a).astype(t.dtype)
         if op == "!":
             return np.logical_not(a)

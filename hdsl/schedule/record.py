@@ -7,8 +7,9 @@ The compiler executes what is recorded; the reference evaluator ignores it.
 """
 from __future__ import annotations
 
-from hdsl.diagnostics import did_you_mean
+from hdsl.diagnostics import Span, did_you_mean
 from hdsl.frontend import ast
+from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
 from hdsl.ir.expr import FuncCall, RVar, Var, walk
 from hdsl.ir.func import Directive, Func, Schedule, callees
@@ -38,6 +39,19 @@ SIGNATURES: dict[str, list[list[str]]] = {
     "rfactor": [["rvar", "new"]],
     "tile_iir": [["var", "int"]],
 }
+USAGE = {
+    "compute_root": "compute_root()", "compute_inline": "compute_inline()", "store_root": "store_root()",
+    "memoize": "memoize()", "compute_at": "compute_at(consumer, var)", "store_at": "store_at(consumer, var)",
+    "split": "split(v, vo, vi, factor)", "fuse": "fuse(a, b, ab)", "reorder": "reorder(v1, v2, ...)",
+    "tile": "tile(x, y, xi, yi, w, h) or tile(x, y, xo, yo, xi, yi, w, h)",
+    "vectorize": "vectorize(v) or vectorize(v, n)", "unroll": "unroll(v) or unroll(v, n)",
+    "parallel": "parallel(v) or parallel(v, n)", "bound": "bound(v, min, extent)",
+    "estimate": "estimate(v, min, extent)", "reorder_storage": "reorder_storage(v1, v2, ...)",
+    "gpu_blocks": "gpu_blocks(x), gpu_blocks(x, y) or gpu_blocks(x, y, z)",
+    "gpu_threads": "gpu_threads(x), gpu_threads(x, y) or gpu_threads(x, y, z)",
+    "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h) or gpu_tile(x, y, xo, yo, xi, yi, w, h)",
+    "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
+}
 PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
              "reorder_storage", "bound", "estimate", "tile_iir"}
 RACY = {"parallel", "vectorize", "gpu_blocks", "gpu_threads", "gpu_tile"}
@@ -61,16 +75,20 @@ class _State:
 
 def record_schedules(el, blocks: list[ast.ScheduleBlock], scope: Scope, outputs: list[Func]):
     schedules: dict[str | None, Schedule] = {}
+    first: dict[str | None, ast.ScheduleBlock] = {}
     for blk in blocks:
         if blk.name in schedules:
-            el.sink.error(f"schedule '{blk.name or '(default)'}' is defined twice", blk.span,
-                          "give each schedule block its own name")
+            what = f"schedule '{blk.name}'" if blk.name else "the default schedule"
+            el.sink.error(f"{what} is defined twice", blk.name_span or blk.span,
+                          "give each schedule block its own name, or merge the two",
+                          [("the first definition is here", first[blk.name].name_span or first[blk.name].span)])
             continue
+        first[blk.name] = blk
         sched = Schedule(blk.name, span=blk.span, auto=(blk.name == "auto"))
         schedules[blk.name] = sched
         if blk.body is None:
             if blk.name != "auto":
-                el.sink.error("a schedule needs a block: schedule NAME { ... }", blk.span)
+                el.sink.error("a schedule needs a block: schedule NAME { ... }", blk.name_span or blk.span)
             continue
         rec = _Recorder(el, sched, outputs)
         rec.block(blk.body, Scope(scope, block=False))
@@ -91,7 +109,7 @@ class _Recorder:
         return self.states[key]
 
     def block(self, stmts, scope):
-        from hdsl.frontend.elaborate import ElabError
+        from hdsl.frontend.errors import ElabError
         for s in stmts:
             try:
                 if isinstance(s, ast.For):
@@ -109,7 +127,7 @@ class _Recorder:
                     self.el.error("a schedule holds directives such as f.compute_root() and 'for' loops",
                                   s.span, "definitions belong in the algorithm block")
             except ElabError as e:
-                self.el.sink.error(e.message, e.span, e.hint)
+                self.el.report(e)
 
     def chain(self, node, scope):
         calls = []
@@ -129,15 +147,21 @@ class _Recorder:
             if name == "update":
                 args = self.args(f, stage, call, scope)
                 i = args[0]
+                if not 0 <= i < len(f.updates) and id(f) in self.el.broken:
+                    raise Poisoned()     # the missing update may be the one whose definition had an error
                 if not 0 <= i < len(f.updates):
-                    self.el.error(f"'{f.name}' has {len(f.updates)} update definition"
-                                  f"{'s' if len(f.updates) != 1 else ''}; there is no update({i})",
-                                  call.args[0].span)
+                    k = len(f.updates)
+                    self.el.error(f"'{f.name}' has {k} update definition{'s' if k != 1 else ''}; "
+                                  f"there is no update({i})", call.args[0].span,
+                                  "update definitions are numbered from 0 in the order written"
+                                  + ("; this one is update(0)" if k == 1 else
+                                     f"; they are update(0) to update({k - 1})" if k > 1 else
+                                     f"; '{f.name}' has only its pure definition"))
                 stage = i
                 continue
             if stage >= 0 and name in PURE_ONLY:
                 self.el.error(f"'{name}' applies to the whole Func, not to one update", call.func.name_span,
-                              f"write {f.name}.{name}(...) without update(...)")
+                              f"write {f.name}.{USAGE[name]} without update(...)")
             args = self.args(f, stage, call, scope)
             self.apply(f, stage, name, args, call)
             self.sched.add(f, Directive(name, args, call.span, stage))
@@ -149,10 +173,11 @@ class _Recorder:
         if isinstance(node, ast.Name) and scope.lookup(node.id) is None:
             names = [n for n in scope.all_names() if isinstance(scope.lookup(n), FuncVal)]
             guess = did_you_mean(node.id, names)
-            self.el.error(f"'{node.id}' is not a Func" + (f"; did you mean '{guess}'?" if guess else ""), node.span)
+            self.el.error(f"'{node.id}' is not a Func" + (f"; did you mean '{guess}'?" if guess else ""), node.span,
+                          None if guess else "the Funcs are " + ", ".join(sorted(names)))
         v = self.el.value(node, scope, DefContext(None, None))
         if not isinstance(v, FuncVal):
-            self.el.error(f"{self.el.describe(v)} cannot be scheduled", node.span,
+            self.el.error(f"{self.el.named(node, v)}; only Funcs can be scheduled", node.span,
                           "schedules name Funcs defined in the algorithm")
         return v.func
 
@@ -162,7 +187,7 @@ class _Recorder:
         if sigs is None:
             guess = did_you_mean(name, SIGNATURES)
             self.el.error(f"unknown scheduling directive '{name}'" + (f"; did you mean '{guess}'?" if guess else ""),
-                          call.func.name_span)
+                          call.func.name_span, None if guess else "directives: " + ", ".join(sorted(SIGNATURES)))
         n = len(call.args)
         sig = None
         for s in sigs:
@@ -172,7 +197,8 @@ class _Recorder:
         if sig is None:
             counts = sorted({len(s) for s in sigs})
             self.el.error(f"'{name}' takes {' or '.join(map(str, counts))} argument"
-                          f"{'s' if counts != [1] else ''}, given {n}", call.span)
+                          f"{'s' if counts != [1] else ''}, given {n}", directive_span(call),
+                          f"write {USAGE[name]}")
         out = []
         st = self.state(f, stage) if name != "update" else None
         for i, a in enumerate(call.args):
@@ -230,13 +256,17 @@ class _Recorder:
         st = self.state(f, stage)
         v = st.vars
         el = self.el
+
+        def at(i):      # the span of argument i
+            return call.args[i].span
+
         if name == "split":
             i = v.index(args[0])
             v[i:i + 1] = [args[2], args[1]]
         elif name == "fuse":
             a, b, ab = args
             if a == b:
-                el.error("fuse needs two different loops", call.span)
+                el.error("fuse needs two different loops", at(1))
             v.remove(b)
             v[v.index(a)] = ab
         elif name in ("tile", "gpu_tile") and len(args) >= 6:
@@ -246,7 +276,7 @@ class _Recorder:
             else:
                 x, y, xo, yo, xi, yi = args[:6]
             if x == y:
-                el.error(f"{name} needs two different loops", call.span)
+                el.error(f"{name} needs two different loops", at(1))
             for old, inner, outer in ((x, xi, xo), (y, yi, yo)):
                 i = v.index(old)
                 v[i:i + 1] = [inner, outer]
@@ -257,36 +287,46 @@ class _Recorder:
         elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
             i = v.index(args[0])
             v[i:i + 1] = [args[0] + "_i", args[0]]
-        elif name == "reorder":
-            if len(set(args)) != len(args):
-                el.error("reorder names a loop twice", call.span)
-            self._reorder(st, args, call)
-        elif name == "reorder_storage":
-            if len(set(args)) != len(args):
-                el.error("reorder_storage names a dimension twice", call.span)
-            for a in args:
-                if a not in f.args:
-                    el.error(f"'{a}' is not a dimension of '{f.name}'", call.span)
+        elif name in ("reorder", "reorder_storage"):
+            what = "loop" if name == "reorder" else "dimension"
+            for k, a in enumerate(args):
+                if a in args[:k]:
+                    el.error(f"{name} names the {what} '{a}' twice", at(k))
+            if name == "reorder":
+                self._reorder(st, args, call)
+            else:
+                for k, a in enumerate(args):
+                    if a not in f.args:
+                        el.error(f"'{a}' is not a dimension of '{f.name}'", at(k),
+                                 f"its dimensions are {', '.join(f.args)}")
         elif name == "bound" or name == "estimate":
             if args[0] not in f.args:
-                el.error(f"'{name}' applies to pure vars; '{args[0]}' is not one of {f.name}'s", call.span)
+                el.error(f"'{name}' applies to pure vars; '{args[0]}' is not one of {f.name}'s", at(0),
+                         f"its pure vars are {', '.join(f.args)}")
         elif name in ("compute_at", "store_at"):
             if f in self.outputs:
                 el.error(f"output '{f.name}' is computed at the root; it cannot be computed inside another Func",
-                         call.func.name_span, "remove this directive")
+                         call.func.name_span, "remove this directive; outputs are always computed at the root")
             g = args[0]
-            if g is f or not _consumes(g, f):
+            if (g is f or not _consumes(g, f)) and id(g) not in el.broken:
+                users = [h.name for h in self._users(f)]
                 el.error(f"'{g.name}' does not use '{f.name}', so '{f.name}' cannot be computed inside it",
-                         call.args[0].span, "compute_at names a Func that reads this one")
+                         at(0), f"{name} names a Func that reads '{f.name}': "
+                         + (", ".join(users) if users else "none does"))
             self.pending.append((f, Directive(name, args, call.span, stage), call))
         elif name == "tile_iir":
             if not any(u.rdom is not None and u.rdom.name.startswith(f"{f.name}.iir") for u in f.updates):
-                el.error(f"'{f.name}' has no recursive filter (.iir)", call.func.name_span)
+                el.error(f"'{f.name}' has no recursive filter (.iir)", call.func.name_span,
+                         f"add one in the algorithm, e.g. {f.name}.iir(+x, 0..img.width, b0, [a1])")
         if name in RACY and stage >= 0:
-            for a in args:
+            for k, a in enumerate(args):
                 if isinstance(a, str) and a in st.rvars:
-                    el.error(f"'{name}' of reduction variable '{a}' would let its iterations race", call.span,
+                    el.error(f"'{name}' of reduction variable '{a}' would let its iterations race", at(k),
                              "factor the reduction with rfactor(...) first")
+
+    def _users(self, f: Func) -> list[Func]:
+        from hdsl.ir.func import topo_order
+        return [h for h in topo_order(self.outputs) if h is not f and f in callees(h)]
 
     def _reorder(self, st: _State, names: list[str], call):
         positions = sorted(st.vars.index(n) for n in names)
@@ -298,7 +338,10 @@ class _Recorder:
             rv_new = [x for x in new if x in st.rvars]
             if rv_old != rv_new:
                 self.el.error("reordering the reduction variables of this update would change its result",
-                              call.span, "it reads values that earlier iterations write")
+                              directive_span(call),
+                              f"update({st.stage}) of '{st.f.name}' reads values that earlier iterations write, "
+                              f"so its reduction variables run in the order written ({', '.join(rv_old)}, "
+                              "innermost first)")
         for p, n in zip(positions, names):
             st.vars[p] = n
 
@@ -308,8 +351,17 @@ class _Recorder:
             loops = self.state(g, -1).vars
             if var not in loops:
                 guess = did_you_mean(var, loops)
-                self.el.sink.error(f"'{var}' is not a loop of '{g.name}'" + (f"; did you mean '{guess}'?" if guess else ""),
+                self.el.sink.error(f"'{var}' is not a loop of '{g.name}'"
+                                   + (f"; did you mean '{guess}'?" if guess else ""),
                                    call.args[1].span, f"its loops are {', '.join(loops)} (innermost first)")
+
+
+def directive_span(call: ast.Call):
+    """`split(x, xo, xi)` in `out.split(x, xo, xi)`: from the directive's name to its ')'."""
+    name = call.func.name_span
+    if name is None or name.line != call.span.end_line:
+        return call.span
+    return Span(name.file, name.line, name.col, call.span.end_line, call.span.end_col)
 
 
 def _consumes(g: Func, f: Func) -> bool:
