@@ -1,0 +1,133 @@
+"""The corpus of pipelines the native compiler is checked on, and how to run them.
+
+Every program in pipelines/*.hl has an entry in CORPUS saying how to make its
+inputs and params for an image of W x H pixels, which output sizes to ask
+for, and how to compare (exactly, except `rtol` for outputs that go through
+transcendental functions). The reference is always hdsl's own evaluator
+(`Pipeline.realize` on the uncompiled pipeline), which ignores schedules.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import hdsl
+
+PIPELINES = Path(__file__).parent / "pipelines"
+
+# image sizes (W, H): odd ones, the tiniest, and ones smaller than the split
+# factors of the default schedules (4, 8, 16)
+SIZES = [(37, 23), (1, 1), (2, 3), (3, 2), (5, 3), (7, 9), (17, 1), (1, 11)]
+
+
+def _img(rng, dtype, shape, lo=None, hi=None):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.uniform(-4.0 if lo is None else lo, 4.0 if hi is None else hi, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    lo = info.min if lo is None else lo
+    hi = info.max if hi is None else hi
+    return rng.integers(lo, int(hi) + 1, shape, dtype=dtype)
+
+
+@dataclass
+class Spec:
+    name: str
+    # (rng, W, H) -> {input name: array in (H, W[, C]) layout}
+    inputs: Callable
+    # (W, H) -> size for every output, or a list with one size per output
+    sizes: Callable = lambda w, h: (w, h)
+    # param sets to try (the first is the defaults: {})
+    params: list = field(default_factory=lambda: [{}])
+    # relative tolerance per output index (exact when absent)
+    rtol: dict = field(default_factory=dict)
+    # fuzzer: Funcs that must not be inlined (inlining them all makes lowering
+    # blow up: exponentially large expressions)
+    no_inline: tuple = ()
+
+    @property
+    def path(self) -> Path:
+        return PIPELINES / f"{self.name}.hl"
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text()
+
+
+def _one(dtype, lo=None, hi=None, channels=None):
+    def make(rng, w, h):
+        shape = (h, w) if channels is None else (h, w, channels)
+        return {"img": _img(rng, dtype, shape, lo, hi)}
+    return make
+
+
+def _multi_in(rng, w, h):
+    return {"img": _img(rng, np.uint8, (h, w)), "other": _img(rng, np.int16, (h + 1, w + 2))}
+
+
+CORPUS: dict[str, Spec] = {s.name: s for s in [
+    Spec("blur3x3_u16", _one(np.uint16)),
+    Spec("gauss5_f32", _one(np.float32)),
+    Spec("histogram", _one(np.uint8), sizes=lambda w, h: (256,)),
+    Spec("scan_x", _one(np.uint8)),
+    Spec("sat", _one(np.uint16)),
+    Spec("iir", _one(np.float32, 0.0, 1.0),
+         params=[{}, {"b0": 0.3, "a1": 0.7, "c0": 0.6, "c1": 0.5, "c2": -0.1}]),
+    Spec("argmax_tuple", _one(np.uint8, 0, 7)),       # a small range: many ties
+    Spec("multi_out", _one(np.uint8)),
+    Spec("multi_in", _multi_in,
+         params=[{}, {"gain": -0.75, "bias": 100000, "shift": 5}, {"gain": 300.0, "bias": -7, "shift": 0}]),
+    Spec("pyramid", _one(np.uint16), no_inline=("gp[1]", "gp[2]", "up[1]", "up[0]", "lp[0]", "lp[1]")),
+    Spec("color", _one(np.uint8, channels=3), sizes=lambda w, h: (w, h, 3)),
+    Spec("rdom_where", _one(np.uint8)),
+    Spec("window_sum", _one(np.uint8)),
+    Spec("divmod", _one(np.int16), params=[{}, {"d": 0, "e": -2}, {"d": 5, "e": 0}]),
+    Spec("casts", _one(np.float32), params=[{}, {"k": -1.0}, {"k": 3.0e9}, {"k": 3.0e38}]),
+    Spec("math_f32", _one(np.float32), rtol={0: 1e-5}),
+]}
+
+
+def seed_of(*parts) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+def make_args(spec: Spec, w: int, h: int, seed: int, params: dict | None = None) -> dict:
+    rng = np.random.default_rng(seed)
+    args = dict(spec.inputs(rng, w, h))
+    args.update(params or {})
+    return args
+
+
+def as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+def compare(spec: Spec, got, expected, context: str = "") -> None:
+    """Exact equality (bitwise for floats, NaN == NaN), or `rtol` where the spec says."""
+    got, expected = as_tuple(got), as_tuple(expected)
+    assert len(got) == len(expected)
+    for k, (a, b) in enumerate(zip(got, expected)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape, \
+            f"{context}output {k}: {a.dtype}{a.shape} != expected {b.dtype}{b.shape}"
+        if k in spec.rtol:
+            bad = ~np.isclose(a, b, rtol=spec.rtol[k], atol=1e-6, equal_nan=True)
+            # the same infinities are fine
+            bad &= ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        elif a.dtype.kind == "f":
+            bad = a.view(f"u{a.itemsize}") != b.view(f"u{b.itemsize}")
+        else:
+            bad = a != b
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise AssertionError(f"{context}output {k}: {int(bad.sum())} of {bad.size} values differ from the "
+                                 f"evaluator; first at {idx} (row, col, ...): native {a[idx]!r}, "
+                                 f"evaluator {b[idx]!r}")
+
+
+def load(spec: Spec, extra: str = "") -> hdsl.Pipeline:
+    return hdsl.loads(spec.text + extra, str(spec.path))
