@@ -345,16 +345,27 @@ class Elaborator:
             return
         except (OSError, UnicodeDecodeError) as e:
             self.error(f"cannot read module '{item.target}': {getattr(e, 'strerror', None) or e}", where)
-        for sub in mod.items:
-            if isinstance(sub, (ast.FnDef, ast.ConstDecl, ast.Use)):
-                try:
-                    self.declaration(sub)
-                except ElabError as e:
-                    e.add_note(*note[0])
-                    self.report(e)
-            else:
-                self.sink.error("a library holds only 'fn', 'const' and 'use'", sub.span,
-                                "move pipelines and algorithm blocks to the program that uses the library", note)
+        # a library is its own module: its fns see its own consts and fns (and what it
+        # uses), never the names of the program that uses it; its names are then exported
+        user_scope, self.globals = self.globals, Scope()
+        library = self.globals
+        try:
+            for sub in mod.items:
+                if isinstance(sub, (ast.FnDef, ast.ConstDecl, ast.Use)):
+                    try:
+                        self.declaration(sub)
+                    except ElabError as e:
+                        e.add_note(*note[0])
+                        self.report(e)
+                else:
+                    self.sink.error("a library holds only 'fn', 'const' and 'use'", sub.span,
+                                    "move pipelines and algorithm blocks to the program that uses the library",
+                                    note)
+        finally:
+            self.globals = user_scope
+        for name, value in library.names.items():
+            if user_scope.lookup(name) is None:
+                user_scope.define(name, value)
 
     # ------------------------------------------------------------------ compile-time ints
     def const_int(self, node: ast.Node, scope: Scope, what: str | None = None) -> int:
@@ -447,7 +458,10 @@ class Elaborator:
             if not in_fn:
                 self.error("'return' outside a fn", self.keyword_span(s.span, "return"),
                            "the algorithm block defines Funcs; 'return' ends a fn")
-            raise _Return(self.value(s.value, scope, DefContext(None, None, partial_ok=True)))
+            ctx = DefContext(None, None, partial_ok=True)
+            value = self.value(s.value, scope, ctx)
+            # `return v * v` with v a Func: a point-wise Func, as `h = v * v` would be
+            raise _Return(self.funcify(value, ctx, "result", s.value.span))
         elif isinstance(s, ast.ExprStmt):
             self.expr_statement(s, scope)
         else:
