@@ -230,7 +230,10 @@ def _binop(e: BinOp, scope):
             if a[0] is not None and a[1] is not None:
                 # a % b is a itself when 0 <= a < b: decided at run time, like the evaluator
                 inside = BinOp("&&", BinOp(">=", a[0], Const(I32, 0), BOOL), BinOp("<", a[1], b[0], BOOL), BOOL)
-                return (simplify(Select(inside, a[0], whole[0], I32)), simplify(Select(inside, a[1], whole[1], I32)))
+                # (kept within the whole range too, so that bounding the select later,
+                # as the union of its sides, never widens past [0, |b| - 1])
+                return (simplify(BinOp("max", Select(inside, a[0], whole[0], I32), whole[0], I32)),
+                        simplify(BinOp("min", Select(inside, a[1], whole[1], I32), whole[1], I32)))
             return whole
         return (None, None)
     return (None, None)

@@ -72,16 +72,7 @@ COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Health
                                                      HealthCheck.filter_too_much])
 
 
-# Issue 3 is open: the fuzzer still finds schedules whose native results or bounds checks
-# differ from the evaluator (fuse + split of outputs, some rdom/where and cast pipelines;
-# see the closing note). Those pipelines run here as expected failures, not as passes;
-# each fixed one moves back to the plain list (strict: an unexpected pass fails).
-KNOWN_OPEN = {"blur3x3_u16", "casts", "rdom_where", "window_sum", "scan_x", "pyramid"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    reason="issue 3: schedule fuzzer finds mismatches for this pipeline", strict=False))
-    if n in KNOWN_OPEN else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=3, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
 @given(data=st.data())
 def test_random_schedules(name, data):
