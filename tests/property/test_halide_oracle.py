@@ -215,7 +215,8 @@ def first_err(*kids):
 
 
 def literal(v: int) -> Node:
-    return Node(str(v) if v >= 0 else f"-{-v}", ATOM_PREC if v >= 0 else UNARY_PREC, lit=v, iv=(v, v), const=True)
+    return Node(str(v) if v >= 0 else f"-{-v}", ATOM_PREC if v >= 0 else UNARY_PREC,
+                lit=v, iv=(v, v), const=True)
 
 
 def float_lit_text(v: float) -> str:
@@ -532,14 +533,12 @@ def mk_shift(op, a, b, src, prec, uses):
     ai = cast_iv(a, t) if a.lit is None else (a.lit, a.lit)
     if b.lit is not None:
         amount = amount if real == "<<" else (-amount[1], -amount[0])
-    m = max(abs(ai[0]), abs(ai[1]))
-    left = max(amount[1], 0)
-    big = m << left
-    iv = (0, big) if not is_signed(t) else (-big, big)
-    if min(ai) >= 0 and not is_signed(t):
-        iv = (0, big)
-    if left == 0:
+    left = max(amount[1], 0)                  # the largest left shift
+    if left == 0:                             # right shifts only: toward 0 (or -1)
         iv = (min(ai[0], 0), max(ai[1], 0))
+    else:
+        big = max(abs(ai[0]), abs(ai[1])) << left
+        iv = (-big, big) if is_signed(t) else (0, big)
     return Node(src, prec, h=h, t=t, iv=arith_iv(iv, t), uses=uses)
 
 
@@ -595,7 +594,7 @@ def opaque(h):
     f = hl.Func(f"f2i_{_opaque_count[0]}")
     f[X] = h
     f.compute_root()
-    return f[X]
+    return hl.Expr(f[X])
 
 
 def guard_bounds(ft: str, t: str):
