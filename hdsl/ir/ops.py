@@ -63,6 +63,12 @@ def convert_scalar(t: Type, v):
 
 def coerce_literal(lit: Const, t: Type, operand: int | None = None) -> Expr:
     if t.is_float():
+        # Halide's check_representable: the float must hold the integer exactly
+        v = convert_scalar(t, lit.value)
+        if v != int(lit.value):
+            raise TypeRuleError(
+                f"integer constant {lit.value} is not exactly representable in {t}: it would become {v:g}",
+                f"write it as a float literal, e.g. {lit.value}.0, or cast the other operand", operand)
         return Const(t, float(lit.value))
     if not t.can_represent(int(lit.value)):
         wrapped = convert_scalar(t, lit.value)

@@ -1,12 +1,14 @@
 """Random valid schedules (tests/compiler/schedule_gen.py) for every corpus
 pipeline: each must give exactly the evaluator's values.
 
-The CI-sized test runs 3 derandomized examples per pipeline (~48 in all);
-`-m slow` runs 60 random ones per pipeline. On a failure Hypothesis shrinks
-the schedule and the image size, and the message holds the program's name,
-the schedule block, the size and the seed: rerun it with
+The CI-sized test runs 3 derandomized examples per pipeline (48 in all),
+without shrinking (each example costs a JIT compile); `-m slow` runs 60
+random ones per pipeline and shrinks failures. The failure message holds the
+program's name, the image size, the input seed, the params and the schedule
+block: rerun or minimise it with
 
-    .venv/bin/python tests/compiler/repro.py NAME W H SEED 'schedule fuzz { ... }'
+    .venv/bin/python tests/compiler/repro.py NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
+    .venv/bin/python tests/compiler/repro.py --min NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def fuzz_one(name: str, data) -> None:
     h = data.draw(st.integers(1, 13), label="H")
     seed = data.draw(st.integers(0, 3), label="seed")
     params_index = data.draw(st.integers(0, len(spec.params) - 1), label="params")
-    note(f"repro: {name} {w} {h} {seed} params={spec.params[params_index]}\n{block}")
+    note(f"repro: {name} {w} {h} {seed} {params_index}  (params {spec.params[params_index]})\n{block}")
     run_schedule(name, block, w, h, seed, params_index)
 
 
@@ -93,7 +95,7 @@ def test_generator_is_valid():
     for name in NAMES:
         spec = CORPUS[name]
         pi = pipeline_info(name)
-        for seed in range(40):
+        for seed in range(15):
             block = generate(pi, RandomChooser(f"{name}-{seed}")).block("fuzz")
             try:
                 load(spec, block)

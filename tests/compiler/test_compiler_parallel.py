@@ -44,7 +44,7 @@ SCHEDULES = {
         dir.parallel(y, 2)
         edges.tile(x, y, xi, yi, 8, 8).parallel(y)
     """,
-    # a parallel update over the pure var of a predicated rdom, and a tuple-valued Func per row
+    # a parallel update over the pure var of a predicated rdom; an inline reduction per row
     "rdom_where": """
         evens.compute_root().parallel(y)
         evens.update(0).parallel(y, 2)
