@@ -482,7 +482,8 @@ class CodeGen:
         if isinstance(e, Unary):
             a = self.expr(st, e.a)
             if e.op == "-":
-                return b.fneg(a) if t.is_float() else b.sub(K(a, 0), a)
+                # Halide's -x is 0 - x (so -(0.0) is +0.0), as the evaluator
+                return b.fsub(K(a, 0.0), a) if t.is_float() else b.sub(K(a, 0), a)
             return b.not_(a)
         if isinstance(e, Select):
             c = self.expr(st, e.cond)
@@ -560,7 +561,8 @@ class CodeGen:
             return self.int_divmod(st, op, a, b_, t)
         if op in ("min", "max"):
             if flt:
-                return b.call(self.intrinsic("minimum" if op == "min" else "maximum", a.type, 2), [a, b_])
+                # select(a < b, a, b) (and > for max), as Halide and the evaluator: NaN not propagated
+                return b.select(b.fcmp_ordered("<" if op == "min" else ">", a, b_), a, b_)
             if t.is_int():
                 c = b.icmp_signed("<" if op == "min" else ">", a, b_)
             else:
@@ -686,12 +688,7 @@ class CodeGen:
         """Clamp into t's range (hdsl/interp/scalar.py: _saturate); returns (value, its type)."""
         b = st.b
         if t.is_float():
-            if src.is_float() and src.bits > t.bits:
-                import numpy as np
-                big = float(np.finfo(t.dtype).max)
-                lo, hi = K(v, -big), K(v, big)
-                v = b.select(b.fcmp_ordered("<", v, lo), lo, v)
-                v = b.select(b.fcmp_ordered(">", v, hi), hi, v)
+            # a float type's range is [-inf, inf]: nothing to clamp (Halide)
             return v, src
         lo, hi = (0, 1) if t.is_bool() else (t.min_value(), t.max_value())
         if src.is_float():

@@ -120,3 +120,35 @@ def test_strict_results_are_bit_exact_with_the_evaluator():
     assert np.array_equal(p.compile("host")(a=a, b=b), p(a=a, b=b))
     fast = p.compile("host-fast_math")(a=a, b=b)
     assert np.allclose(fast, p(a=a, b=b), rtol=1e-6, atol=1e-6)
+
+
+NAN_ZERO = """
+pipeline nz
+input a: f32[1]
+input b: f32[1]
+output lo: f32[1]
+output hi: f32[1]
+output neg: f32[1]
+output sat: f32[1]
+input d: f64[1]
+algorithm {
+    lo(x) = min(a(x), b(x))
+    hi(x) = max(a(x), b(x))
+    neg(x) = -a(x)
+    sat(x) = f32_sat(d(x))
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", [None, "vec"])
+def test_nan_signed_zero_and_float_saturation_match_the_evaluator(schedule):
+    src = NAN_ZERO + "schedule vec { lo.vectorize(x, 4)\n hi.vectorize(x, 4)\n neg.vectorize(x, 4) }\n"
+    p = hdsl.loads(src, "nz.hl")
+    a = np.array([np.nan, 1.0, 0.0, -0.0, 2.0, np.nan, -1.0, 0.0], np.float32)
+    b = np.array([1.0, np.nan, -0.0, 0.0, np.nan, np.nan, 3.0, 5.0], np.float32)
+    d = np.array([1e300, -1e300, 1.5, np.inf, 0.0, -2.0, 7.0, 3.0], np.float64)
+    ref = p.realize([[8]] * 4, a=a, b=b, d=d)
+    got = p.compile("host", schedule=schedule).realize([[8]] * 4, a=a, b=b, d=d)
+    for r, g in zip(ref, got):
+        assert r.tobytes() == g.tobytes()          # bit for bit: NaNs, the sign of zero, inf
+    assert np.signbit(ref[2][2]) == False and ref[3][0] == np.inf
