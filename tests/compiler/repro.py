@@ -44,6 +44,8 @@ def hunt(name, count, first):
         block = generate(pi, ch, exclude=EXCLUDE).block("fuzz")
         w, h, seed = ch.int(1, 19), ch.int(1, 13), ch.int(0, 3)
         pidx = ch.int(0, len(spec.params) - 1)
+        if os.environ.get("HUNT_ECHO"):
+            print(f"... running {name} {w} {h} {seed} {pidx} (hunt seed {s})\n{block.strip()}", flush=True)
         try:
             run(name, block, w, h, seed, pidx)
         except Exception as e:  # noqa: BLE001

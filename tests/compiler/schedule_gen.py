@@ -104,6 +104,10 @@ class Stage:
         self.fname, self.index, self.loops = fname, index, loops
         self.lines: list[str] = []
         self.counter = 0
+        self.exclude = ()
+
+    def factor(self, ch: Chooser) -> int:
+        return ch.int(2 if "factor1" in self.exclude else 1, 9)
 
     def names(self):
         return [l.name for l in self.loops]
@@ -142,7 +146,7 @@ class Stage:
         if not cands:
             return False
         l = ch.choice(cands)
-        n = ch.int(1, 9)
+        n = self.factor(ch)
         outer, inner = self.fresh(), self.fresh()
         i = self.find(l.name)
         self.loops[i:i + 1] = self._split_loops(l, outer, inner, n)
@@ -154,7 +158,7 @@ class Stage:
         if len(cands) < 2:
             return False
         lx, ly = ch.subset_permutation(cands, 2)
-        w, h = ch.int(1, 9), ch.int(1, 9)
+        w, h = self.factor(ch), self.factor(ch)
         long_form = ch.bool(30)
         if long_form:
             xo, yo = self.fresh(), self.fresh()
@@ -216,7 +220,7 @@ class Stage:
             inner = l.name + "_i"
             if inner in self.names():
                 return False
-            n = ch.int(1, 9)
+            n = self.factor(ch)
             i = self.find(l.name)
             new = self._split_loops(l, l.name, inner, n)
             if what == "parallel":
@@ -362,6 +366,7 @@ AVOIDABLE = {
     "innermost": "no Func with updates left unscheduled",
     "update_at": "Funcs with update definitions computed at the root only",
     "dollar_at": "no compute_at/store_at inside a Func whose internal name has a '$n' suffix",
+    "factor1": "split factors 2..9, never 1",
 }
 
 
@@ -491,6 +496,7 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=())
             loops += [Loop(a.name) for a in u.args if isinstance(a, Var)]
             sts.append(Stage(inf.sname, i, loops))
         for st in sts:
+            st.exclude = exclude
             for _ in range(ch.int(0, max_directives)):
                 st.random_directive(ch, directives)
             out.lines += [f"{st.prefix()}.{d}" for d in st.lines]

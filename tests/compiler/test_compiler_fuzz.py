@@ -5,7 +5,8 @@ The CI-sized test runs 3 derandomized examples per pipeline (48 in all),
 without shrinking (each example costs a JIT compile); `-m slow` runs 60
 random ones per pipeline and shrinks failures. The failure message holds the
 program's name, the image size, the input seed, the params and the schedule
-block: rerun or minimise it with
+block (set HDSL_FUZZ_ECHO=1 to have each one printed to stderr before it runs, for crashes):
+rerun or minimise it with
 
     .venv/bin/python tests/compiler/repro.py NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
     .venv/bin/python tests/compiler/repro.py --min NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
@@ -13,6 +14,8 @@ block: rerun or minimise it with
 from __future__ import annotations
 
 import functools
+import os
+import sys
 
 import pytest
 from hypothesis import Phase, HealthCheck, event, given, note, settings
@@ -66,6 +69,9 @@ def fuzz_one(name: str, data) -> None:
     seed = data.draw(st.integers(0, 3), label="seed")
     params_index = data.draw(st.integers(0, len(spec.params) - 1), label="params")
     note(f"repro: {name} {w} {h} {seed} {params_index}  (params {spec.params[params_index]})\n{block}")
+    if os.environ.get("HDSL_FUZZ_ECHO"):
+        # before running: a crash (SIGSEGV) of the compiled code loses Hypothesis's report
+        print(f"repro: {name} {w} {h} {seed} {params_index}\n{block}", file=sys.stderr, flush=True)
     run_schedule(name, block, w, h, seed, params_index)
 
 
