@@ -1,0 +1,358 @@
+"""Minimal reproductions of native-compiler bugs found by the corpus and the
+schedule fuzzer (test_compiler_fuzz.py), one test each: the smallest program,
+schedule and size that show the bug, compared with the evaluator (and with
+the values worked out by hand)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hdsl
+
+
+def both(text, schedule, size, **args):
+    p = hdsl.loads(text, "<repro>")
+    expected = p.realize(size, **args)
+    got = p.compile("host", schedule=schedule).realize(size, **args)
+    return got, expected
+
+
+def test_tuple_update_reads_old_values():
+    """All values of a tuple update are computed before any is stored (Halide's rule)."""
+    text = """
+pipeline tuple_update
+output out: i32[1]
+algorithm {
+    f(x) = (x, 0)
+    f(x) = (f(x)[0] + 1, f(x)[0])
+    out(x) = f(x)[1]
+}
+"""
+    got, expected = both(text, None, (3,))
+    assert expected.tolist() == [0, 1, 2]
+    assert got.tolist() == [0, 1, 2]          # was [1, 2, 3]: f[1] read the new f[0]
+
+
+@pytest.mark.parametrize("schedule", ["at", None])
+def test_later_update_reads_rows_an_earlier_update_must_produce(schedule):
+    """s computed per row of out: the x-scan (update 0) must still run over every row
+    that the y-scan (update 1) reads, not only the row out asks for."""
+    text = """
+pipeline sat_min
+input  img: u8[2]
+output out: i32[2]
+algorithm {
+    s(x, y) = i32(img(x, y))
+    rdom rx = [1..img.width]
+    s(rx.x, y) = s(rx.x - 1, y) + s(rx.x, y)
+    rdom ry = [1..img.height]
+    s(x, ry.x) = s(x, ry.x - 1) + s(x, ry.x)
+    out(x, y) = s(x, y)
+}
+schedule at {
+    s.compute_at(out, y)
+}
+"""
+    img = np.array([[1, 2], [3, 4]], np.uint8)
+    got, expected = both(text, schedule, (2, 2), img=img)
+    assert expected.tolist() == [[1, 3], [4, 10]]
+    assert got.tolist() == [[1, 3], [4, 10]]   # was [[1, 3], [4, 9]]
+
+
+def test_division_by_a_negative_constant():
+    """Euclidean division and modulo by a negative constant in scalar code."""
+    text = """
+pipeline negdiv
+input  img: i32[1]
+output q: i32[1]
+output r: i32[1]
+algorithm {
+    q(x) = img(x) / -3
+    r(x) = img(x) % -3
+}
+"""
+    img = np.array([-4, -3, -1, 0, 1, 4, 7], np.int32)
+    (gq, gr), (eq, er) = both(text, None, (7,), img=img)
+    assert eq.tolist() == [2, 1, 1, 0, 0, -1, -2] and er.tolist() == [2, 0, 2, 0, 1, 1, 1]
+    assert gq.tolist() == eq.tolist()           # was [0, 1, -1, 0, 0, -1, -2]
+    assert gr.tolist() == er.tolist()           # was [-4, 0, -4, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("schedule", ["s", "plain"])
+def test_unscheduled_reduction_with_two_consumers(schedule):
+    """An unscheduled reduction is computed at the innermost loop around *all* its uses:
+    here cdf (at the root) and out both read hist."""
+    text = """
+pipeline hist_twice
+input  img: u8[1]
+output out: i32[1]
+algorithm {
+    rdom r = img
+    hist(i) = 0
+    hist(i32(img(r.x))) += 1
+    cdf(i) = hist(i) * 2
+    rdom k = [1..4]
+    cdf(k.x) = cdf(k.x - 1) + cdf(k.x)
+    out(i) = cdf(i) + hist(i)
+}
+schedule s {
+    cdf.compute_root()
+}
+schedule plain {
+}
+"""
+    img = np.array([0, 1, 2, 3, 4, 0, 1], np.uint8)
+    got, expected = both(text, schedule, (4,), img=img)   # was InternalError: unknown buffer / unbound hist.min.0
+    assert expected.tolist() == [6, 10, 11, 13]
+    assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("schedule", ["out_only", "producer_root", "producer_at"])
+def test_fuse(schedule):
+    """fuse keeps each fused loop's range, so bounds inference still knows it."""
+    text = """
+pipeline fuse_min
+input  img: u8[2]
+output out: u8[2]
+algorithm {
+    f(x, y) = img(x, y) + 1
+    out(x, y) = f(x, y)
+}
+schedule out_only {
+    out.fuse(x, y, t)
+}
+schedule producer_root {
+    f.compute_root().fuse(x, y, t)
+}
+schedule producer_at {
+    out.fuse(x, y, t)
+    f.compute_at(out, t)
+}
+"""
+    img = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    # was HdslError: cannot tell which part of input 'img' is read / how much storage 'f' needs
+    got, expected = both(text, schedule, (3, 2), img=img)
+    assert got.tolist() == expected.tolist() == (img + 1).tolist()
+
+
+@pytest.mark.parametrize("factor", [2, 3, 5])
+def test_sliding_window_with_a_split_of_the_sliding_dimension(factor):
+    """f stored at the root and computed per row of out (a sliding window over y, folded
+    storage), with f's y split: the rounded-up rows must not clobber rows still needed."""
+    text = f"""
+pipeline slide
+use boundary
+input  img: i32[2]
+output out: i32[2]
+algorithm {{
+    c = repeat_edge(img)
+    f(x, y) = c(x, y)
+    out(x, y) = f(x, y - 1) * 10 + f(x, y + 1)
+}}
+schedule s {{
+    f.split(y, yo, yi, {factor})
+    f.compute_at(out, y)
+    f.store_root()
+}}
+"""
+    img = np.array([[1], [2], [3], [4], [5], [6]], np.int32)
+    got, expected = both(text, "s", (1, 6), img=img)
+    assert expected.ravel().tolist() == [12, 13, 24, 35, 46, 56]
+    assert got.ravel().tolist() == expected.ravel().tolist()   # factor 3 gave [12, 33, 33, ...]
+
+
+def test_compute_at_a_renamed_fn_local():
+    """compute_at inside a Func created by the second call of an fn (internally 'b.bx$1')."""
+    text = """
+pipeline dollar
+input  img: i32[2]
+output out: i32[2]
+fn blur(f) {
+    bx(x, y) = f(x - 1, y) + f(x + 1, y)
+    by(x, y) = bx(x, y - 1) + bx(x, y + 1)
+    return by
+}
+algorithm {
+    c(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1))
+    a = blur(c)
+    b = blur(a)
+    out(x, y) = b(x, y)
+}
+schedule s {
+    b.bx.compute_root()
+    a.compute_at(b.bx, y)
+}
+"""
+    img = np.arange(12, dtype=np.int32).reshape(3, 4)
+    # was HdslError: 'a' is computed at loop 'y' of 'b.bx$1', but 'b.bx$1' has no such loop
+    got, expected = both(text, "s", (4, 3), img=img)
+    assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("schedule", ["bounded", "unbounded"])
+def test_unroll_of_the_channel_loop(schedule):
+    """unroll(c) with bound(c, 0, 3) (a constant extent, Halide's idiom) compiles; without the
+    bound hdsl may run the loop serially or refuse with an HdslError, but the IR verifier
+    (HDSL_VERIFY=1, as in the tests) must not raise InternalError."""
+    text = """
+pipeline unroll_bound
+input  img: u8[3]
+output out: u8[3]
+algorithm {
+    out(x, y, c) = img(x, y, 2 - c)
+}
+schedule bounded {
+    out.bound(c, 0, 3).reorder(c, x, y).unroll(c)
+}
+schedule unbounded {
+    out.reorder(c, x, y).unroll(c)
+}
+"""
+    img = np.arange(18, dtype=np.uint8).reshape(2, 3, 3)
+    p = hdsl.loads(text, "<repro>")
+    try:
+        c = p.compile("host", schedule=schedule)
+    except hdsl.HdslError:
+        if schedule == "bounded":
+            raise
+        return
+    assert c(img=img).tolist() == p(img=img).tolist() == img[:, :, ::-1].tolist()
+
+
+# ---------------------------------------------------------------- found by the -m slow fuzz
+SPLIT_BY_ONE = {
+    # a mirror_image boundary computed at the root, split by 1, the inner loop moved outside
+    # (the input bounds check read the loop var c.s0.xi outside its loop)
+    "reorder": ("""
+pipeline reorder_split
+use boundary
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    c = mirror_image(img)
+    out(x, y) = c(x - 1, y) + c(x + 1, y)
+}
+schedule s {
+    c.compute_root().split(_0, xo, xi, 1).reorder(xo, xi)
+}
+""", (5, 3)),
+    # store_at one level out of compute_at across a split by 1 of a non-output Func
+    # (unbound g.s0.yi)
+    "store_at": ("""
+pipeline split1_store
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    g(x, y) = f(x, y - 1) + f(x, y + 1)
+    out(x, y) = g(x, y)
+}
+schedule s {
+    g.compute_root().split(y, yo, yi, 1)
+    f.compute_at(g, yi).store_at(g, yo)
+}
+""", (3, 4)),
+    # a fused output split twice, the second split by 1, a producer computed at its outer loop
+    # (unbound out.s0.toi)
+    "fuse": ("""
+pipeline fuse_split_at
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    out(x, y) = f(x, y) + 1
+}
+schedule s {
+    out.fuse(x, y, t).split(t, to, ti, 4).split(to, too, toi, 1)
+    f.compute_at(out, too)
+}
+""", (3, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT_BY_ONE))
+def test_split_by_one(case):
+    """A split by 1 makes a loop of one iteration; its var must stay bound wherever it is used
+    (these raised InternalError: 'unbound variable', from the IR verifier or from codegen)."""
+    text, (w, h) = SPLIT_BY_ONE[case]
+    img = (np.arange(w * h).reshape(h, w) % 7 + 1).astype(np.int32)
+    got, expected = both(text, "s", (w, h), img=img)
+    assert got.tolist() == expected.tolist()
+
+
+def test_fuse_split_split_compute_at():
+    """A fused output split by 3, the inner loop split again by 6 (more than its extent),
+    a producer computed at the outer loop (was InternalError: unbound variable out.s0.tio)."""
+    text = """
+pipeline fuse_split_at2
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    out(x, y) = f(x, y) + 1
+}
+schedule s {
+    out.fuse(x, y, t).split(t, to, ti, 3).split(ti, tio, tii, 6)
+    f.compute_at(out, to)
+}
+"""
+    img = (np.arange(35).reshape(5, 7) % 7 + 1).astype(np.int32)
+    got, expected = both(text, "s", (7, 5), img=img)
+    assert got.tolist() == expected.tolist() == (img * 2 + 1).tolist()
+
+
+def test_parallel_loop_inside_many_serial_iterations_does_not_overflow_the_stack():
+    """f computed per x of out with a parallel loop over y: 360000 calls of the thread pool.
+    Each call's closure was an alloca inside the loop body, so the stack grew by one closure
+    per iteration until SIGSEGV (8 MiB stack). Run in a subprocess so a crash is a failure."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import numpy as np, hdsl
+        p = hdsl.loads('''
+        pipeline nested_parallel
+        input  img: i32[2]
+        output out: i32[2]
+        algorithm {
+            f(x, y) = img(x, y) * 2
+            out(x, y) = f(x, y) + 1
+        }
+        schedule s {
+            f.compute_at(out, x).parallel(y)
+        }
+        ''', "nested_parallel.hl")
+        img = (np.arange(600 * 600).reshape(600, 600) % 7).astype(np.int32)
+        r = p.compile("host", schedule="s")(img=img)
+        assert np.array_equal(r, img * 2 + 1)
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", \
+        f"exit {r.returncode} (-11: SIGSEGV)\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}"
+
+
+def test_store_root_with_compute_at_the_outermost_of_three_splits():
+    """g's x split three times and the outermost piece reordered outside y; f stored at the root
+    and computed at that loop (was InternalError: unbound variable g.s0.t1o, from the IR
+    verifier, and from codegen without it)."""
+    text = """
+pipeline split3_slide
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    g(x, y) = f(x, y - 1) + f(x, y + 1)
+    out(x, y) = g(x, y)
+}
+schedule s {
+    g.compute_root().split(x, xo, xi, 6).split(xo, xoo, t1, 6).split(t1, t1o, t4, 9).reorder(xi, t4, y, t1o)
+    f.compute_at(g, t1o).store_root()
+}
+"""
+    for w, h in ((1, 1), (13, 9)):
+        img = (np.arange(w * h).reshape(h, w) % 7 + 1).astype(np.int32)
+        got, expected = both(text, "s", (w, h), img=img)
+        assert got.tolist() == expected.tolist()
