@@ -839,7 +839,16 @@ class CodeGen:
         free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
         types = [st.syms[n][0].type for n in free]
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
-        closure = b.alloca(closure_t)
+        # in the entry block: an alloca inside a loop would grow the stack every iteration.
+        # (When b itself is still in the entry block it allocates there: llvmlite builders
+        # insert at an index, so a second builder inserting in b's block would move b's
+        # insertion point behind the block's terminator.)
+        if b.block is st.fn.entry_basic_block:
+            closure = b.alloca(closure_t)
+        else:
+            entry = ir.IRBuilder(st.fn.entry_basic_block)
+            entry.position_at_start(st.fn.entry_basic_block)
+            closure = entry.alloca(closure_t)
         for k, n in enumerate(free):
             b.store(st.syms[n][0], b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
         self.n_tasks += 1

@@ -110,7 +110,7 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
         b = expr_bounds(e.f, scope)
         if e.type == I32 and a[0] is not None and a[0] is a[1] and b[0] is not None and b[0] is b[1] \
                 and not _mentions_ranged(e.cond, scope):
-            v = simplify(Select(e.cond, a[0], b[0], I32))
+            v = simplify(Select(_at_points(e.cond, scope), a[0], b[0], I32))
             return (v, v)
         return (_min(a[0], b[0]), _max(a[1], b[1]))
     if isinstance(e, BinOp):
@@ -124,6 +124,18 @@ def _as_i32(e: Expr) -> Expr:
     if isinstance(e, Const):
         return Const(I32, int(e.value))
     return Cast(I32, e)
+
+
+def _at_points(e: Expr, scope: dict) -> Expr:
+    """e with each var that scope pins to a single point replaced by that point (a loop of
+    one iteration, bounded over, still has to leave no trace of its var)."""
+    def visit(n):
+        if isinstance(n, Var) and n.name in scope:
+            lo, hi = scope[n.name]
+            if lo is not None and lo is hi and not (isinstance(lo, Var) and lo.name == n.name):
+                return lo
+        return None
+    return substitute(e, visit)
 
 
 def _mentions_ranged(e: Expr, scope: dict) -> bool:

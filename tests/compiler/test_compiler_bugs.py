@@ -217,3 +217,142 @@ schedule unbounded {
             raise
         return
     assert c(img=img).tolist() == p(img=img).tolist() == img[:, :, ::-1].tolist()
+
+
+# ---------------------------------------------------------------- found by the -m slow fuzz
+SPLIT_BY_ONE = {
+    # a mirror_image boundary computed at the root, split by 1, the inner loop moved outside
+    # (the input bounds check read the loop var c.s0.xi outside its loop)
+    "reorder": ("""
+pipeline reorder_split
+use boundary
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    c = mirror_image(img)
+    out(x, y) = c(x - 1, y) + c(x + 1, y)
+}
+schedule s {
+    c.compute_root().split(_0, xo, xi, 1).reorder(xo, xi)
+}
+""", (5, 3)),
+    # store_at one level out of compute_at across a split by 1 of a non-output Func
+    # (unbound g.s0.yi)
+    "store_at": ("""
+pipeline split1_store
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    g(x, y) = f(x, y - 1) + f(x, y + 1)
+    out(x, y) = g(x, y)
+}
+schedule s {
+    g.compute_root().split(y, yo, yi, 1)
+    f.compute_at(g, yi).store_at(g, yo)
+}
+""", (3, 4)),
+    # a fused output split twice, the second split by 1, a producer computed at its outer loop
+    # (unbound out.s0.toi)
+    "fuse": ("""
+pipeline fuse_split_at
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    out(x, y) = f(x, y) + 1
+}
+schedule s {
+    out.fuse(x, y, t).split(t, to, ti, 4).split(to, too, toi, 1)
+    f.compute_at(out, too)
+}
+""", (3, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT_BY_ONE))
+def test_split_by_one(case):
+    """A split by 1 makes a loop of one iteration; its var must stay bound wherever it is used
+    (these raised InternalError: 'unbound variable', from the IR verifier or from codegen)."""
+    text, (w, h) = SPLIT_BY_ONE[case]
+    img = (np.arange(w * h).reshape(h, w) % 7 + 1).astype(np.int32)
+    got, expected = both(text, "s", (w, h), img=img)
+    assert got.tolist() == expected.tolist()
+
+
+def test_fuse_split_split_compute_at():
+    """A fused output split by 3, the inner loop split again by 6 (more than its extent),
+    a producer computed at the outer loop (was InternalError: unbound variable out.s0.tio)."""
+    text = """
+pipeline fuse_split_at2
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    out(x, y) = f(x, y) + 1
+}
+schedule s {
+    out.fuse(x, y, t).split(t, to, ti, 3).split(ti, tio, tii, 6)
+    f.compute_at(out, to)
+}
+"""
+    img = (np.arange(35).reshape(5, 7) % 7 + 1).astype(np.int32)
+    got, expected = both(text, "s", (7, 5), img=img)
+    assert got.tolist() == expected.tolist() == (img * 2 + 1).tolist()
+
+
+def test_parallel_loop_inside_many_serial_iterations_does_not_overflow_the_stack():
+    """f computed per x of out with a parallel loop over y: 360000 calls of the thread pool.
+    Each call's closure was an alloca inside the loop body, so the stack grew by one closure
+    per iteration until SIGSEGV (8 MiB stack). Run in a subprocess so a crash is a failure."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import numpy as np, hdsl
+        p = hdsl.loads('''
+        pipeline nested_parallel
+        input  img: i32[2]
+        output out: i32[2]
+        algorithm {
+            f(x, y) = img(x, y) * 2
+            out(x, y) = f(x, y) + 1
+        }
+        schedule s {
+            f.compute_at(out, x).parallel(y)
+        }
+        ''', "nested_parallel.hl")
+        img = (np.arange(600 * 600).reshape(600, 600) % 7).astype(np.int32)
+        r = p.compile("host", schedule="s")(img=img)
+        assert np.array_equal(r, img * 2 + 1)
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", \
+        f"exit {r.returncode} (-11: SIGSEGV)\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}"
+
+
+def test_store_root_with_compute_at_the_outermost_of_three_splits():
+    """g's x split three times and the outermost piece reordered outside y; f stored at the root
+    and computed at that loop (was InternalError: unbound variable g.s0.t1o, from the IR
+    verifier, and from codegen without it)."""
+    text = """
+pipeline split3_slide
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    f(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1)) * 2
+    g(x, y) = f(x, y - 1) + f(x, y + 1)
+    out(x, y) = g(x, y)
+}
+schedule s {
+    g.compute_root().split(x, xo, xi, 6).split(xo, xoo, t1, 6).split(t1, t1o, t4, 9).reorder(xi, t4, y, t1o)
+    f.compute_at(g, t1o).store_root()
+}
+"""
+    for w, h in ((1, 1), (13, 9)):
+        img = (np.arange(w * h).reshape(h, w) % 7 + 1).astype(np.int32)
+        got, expected = both(text, "s", (w, h), img=img)
+        assert got.tolist() == expected.tolist()
