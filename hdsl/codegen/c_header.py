@@ -79,8 +79,9 @@ def header(p: Pipeline, name: str) -> str:
         doc.append(f" * param  {prm.name}: {prm.type}{dflt}" + ("  -- pass its bits as uint16_t" if prm.type.name == "f16" else ""))
     for f, t in zip(p.outputs, p.output_types):
         doc.append(f" * output {f.name}: {t}[{f.dims}]")
-    doc += [" *", " * Dimension 0 is x (the fastest-varying in a row-major image: stride 1),",
-            " * dimension 1 is y, dimension 2 the channel. Returns 0, or an HDSL_ERROR_* code;",
+    doc += [" *", " * Dimension 0 is x and must have stride 1 (as in a row-major gray image or a",
+            " * planar colour one; an interleaved buffer is refused), dimension 1 is y,",
+            " * dimension 2 the channel. Returns 0, or an HDSL_ERROR_* code;",
             f" * {name}_error_message() then describes the error (per thread). */"]
     return "\n".join([
         f"#ifndef {guard}", f"#define {guard}", "", BUFFER_STRUCT,
@@ -131,6 +132,10 @@ def wrapper(p: Pipeline, name: str, impl: str) -> str:
             f"    if (!{bname} || !{bname}->host || {bname}->dims != {dims} || {bname}->elem_bytes != {max(1, t.bits // 8)}) {{",
             f'        snprintf({name}__message, sizeof {name}__message, "buffer \'{bname}\' must be {t}[{dims}] '
             f'(dims %d, elem_bytes %d given)", {bname} ? {bname}->dims : -1, {bname} ? {bname}->elem_bytes : -1);',
+            "        return HDSL_ERROR_BAD_BUFFER;", "    }",
+            f"    if ({bname}->extent[0] > 1 && {bname}->stride[0] != 1) {{",
+            f'        snprintf({name}__message, sizeof {name}__message, "buffer \'{bname}\' must have stride 1 in x '
+            f'(stride %lld given): copy it to a planar layout", (long long){bname}->stride[0]);',
             "        return HDSL_ERROR_BAD_BUFFER;", "    }",
             f"    for (int d = 0; d < {dims}; d++) {{",
             f"        if ({bname}->extent[d] <= 0 || {bname}->min[d] < -0x40000000 || {bname}->extent[d] > 0x40000000) {{",

@@ -19,7 +19,10 @@ def buffer_name(f, k: int) -> str:
     return f.name if len(f.values) == 1 else f"{f.name}.{k}"
 
 
-def _index(name: str, args, folds=()) -> Expr:
+def _index(name: str, args, folds=(), unit: int | None = 0) -> Expr:
+    """The flat offset of `args`; dim `unit` has stride 1, known at compile time (the densest
+    dim of an allocation, and x of every input and output: their callers must pass x with
+    stride 1, as Halide requires by default), so a vector along it is a dense load."""
     total = None
     fold = dict(folds)
     for d, a in enumerate(args):
@@ -28,7 +31,10 @@ def _index(name: str, args, folds=()) -> Expr:
             rel = BinOp("%", a, Const(I32, fold[d]), I32)
         else:
             rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
-        term = BinOp("*", Cast(I64, rel), Var(f"{name}.stride.{d}", I64), I64)
+        if d == unit:
+            term = Cast(I64, rel)
+        else:
+            term = BinOp("*", Cast(I64, rel), Var(f"{name}.stride.{d}", I64), I64)
         total = term if total is None else BinOp("+", total, term, I64)
     return total if total is not None else Const(I64, 0)
 
@@ -37,12 +43,14 @@ class _Flattener:
     def __init__(self, storage_orders: dict[int, list[int]]):
         self.orders = storage_orders
         self.folds: dict[int, tuple] = {}
+        self.unit: dict[int, int] = {}      # id(Func) -> its stride-1 storage dim (outputs: 0)
 
     def expr(self, e: Expr) -> Expr:
         def visit(n):
             if isinstance(n, FuncCall):
                 name = n.func.name
-                return Load(buffer_name(n.func, n.index), _index(name, n.args, self.folds.get(id(n.func), ())), n.type)
+                return Load(buffer_name(n.func, n.index),
+                            _index(name, n.args, self.folds.get(id(n.func), ()), self.unit.get(id(n.func), 0)), n.type)
             if isinstance(n, InputCall):
                 return Load(n.buffer.name, _index(n.buffer.name, n.args), n.type)
             if isinstance(n, BufferProp):
@@ -62,7 +70,7 @@ class _Flattener:
                               self.stmt(s.otherwise) if s.otherwise is not None else None)
         if isinstance(s, Provide):
             f = s.func
-            idx = _index(f.name, [self.expr(a) for a in s.args], self.folds.get(id(f), ()))
+            idx = _index(f.name, [self.expr(a) for a in s.args], self.folds.get(id(f), ()), self.unit.get(id(f), 0))
             values = [self.expr(v) for v in s.values]
             if len(values) == 1:
                 return Store(buffer_name(f, 0), idx, values[0])
@@ -76,8 +84,9 @@ class _Flattener:
         if isinstance(s, Realize):
             f = s.func
             self.folds[id(f)] = s.folds
-            body = self.stmt(s.body)
             order = self.orders.get(id(f), list(range(f.dims)))
+            self.unit[id(f)] = order[0] if order else None
+            body = self.stmt(s.body)
             size: Expr = Const(I64, 1)
             strides = {}
             fold = dict(s.folds)

@@ -135,6 +135,9 @@ class _StageShape:
         if kind:
             self.kinds[outer] = kind
         base = mul(V(outer), I(n))
+        e = simplify(ext)
+        if isinstance(e, Const) and e.value % n == 0:
+            tail = "exact"          # the factor divides a constant extent: no tail at all
         if tail == "shift":
             base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
         value = add(lo, add(base, V(inner)))

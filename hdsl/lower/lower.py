@@ -15,11 +15,12 @@ from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
 from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.inline import inline_definitions
+from hdsl.lower.partition import partition_loops
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, func_schedules,
                               inject_at_loop, innermost_loop_using)
 from hdsl.lower.symbolic import box_of
 
-PASSES = ("schedule_functions", "bounds_checks", "flatten")
+PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
@@ -145,7 +146,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Low
         timings[name] = time.perf_counter() - t0
         stages[name] = out
         if check:       # tests and --debug: the verifier between passes
-            verify(out, p, flat=(name == "flatten"))
+            verify(out, p, flat=(name in ("flatten", "partition_loops")))
         return out
 
     stmt = run("schedule_functions", schedule_functions, p, sched)
@@ -159,6 +160,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Low
                     order = [f.args.index(a) for a in d.args]
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
     stmt = run("flatten", flatten, stmt, orders)
+    stmt = run("partition_loops", partition_loops, stmt)
     return Lowered(stmt, p, stages, timings)
 
 

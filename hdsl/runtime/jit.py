@@ -46,6 +46,8 @@ def make_buffer(arr: np.ndarray) -> BufferStruct:
         b.min[d] = 0
         b.extent[d] = arr.shape[d]
         b.stride[d] = arr.strides[d] // arr.itemsize
+    if arr.ndim and arr.shape[0] == 1:
+        b.stride[0] = 1         # x takes one value: its stride is never used
     return b
 
 

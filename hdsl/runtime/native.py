@@ -45,6 +45,10 @@ class NativePipeline:
         ptrs = []
         for b in self.p.inputs:
             arr = inputs[b.name]
+            if arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize:
+                # the generated code reads x with stride 1 (as Halide requires by default):
+                # interleaved colour or strided views are copied to a planar layout
+                arr = np.asfortranarray(arr)
             s = make_buffer(arr)
             keep.append((arr, s))
             ptrs.append(ctypes.addressof(s))
@@ -56,14 +60,11 @@ class NativePipeline:
         outs = []
         for f, size in zip(self.p.outputs, sizes):
             t = f.values[0].type
-            # allocate in the user's (H, W, C) layout and pass the [x, y, c] view
-            shape_user = list(size)
-            if len(shape_user) >= 2:
-                shape_user[0], shape_user[1] = shape_user[1], shape_user[0]
-            arr_user = np.empty(shape_user, dtype=t.dtype)
-            view = arr_user.transpose((1, 0) + tuple(range(2, arr_user.ndim))) if arr_user.ndim >= 2 else arr_user
+            # [x, y, c] with x densest (the generated code writes x with stride 1): a gray
+            # image is the user's (H, W) row-major array; colour is planar
+            view = np.empty([int(n) for n in size], dtype=t.dtype, order="F")
             s = make_buffer(view)
-            keep.append((arr_user, s))
+            keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
         code, info = self.fn(ptrs)

@@ -1,0 +1,351 @@
+"""Loop partitioning: a steady-state copy of a loop whose vector code carries no clamps or guards.
+
+Boundary conditions (`clamp(x - 1, 0, w - 1)`) and the guards of split tails
+(`if x_outer * 16 + x_inner < extent`) are no-ops for all but a few iterations
+of the loop around a vectorized loop, yet inside it they turn dense vector
+loads into gathers and plain stores into masked ones. Like Halide's
+partition_loops, this pass splits such a loop
+
+    for v in [m, m + e):  body
+
+into a prologue, a steady state and an epilogue,
+
+    for v in [m, lo):        body
+    for v in [lo, hi):       body with the clamps and guards known to be no-ops removed
+    for v in [hi, m + e):    body
+
+with `lo` and `hi` worked out at run time, just before the loop, from the
+symbolic bounds of each clamp or guard over the loops inside it. A clamp or
+guard qualifies when, with the lets inside the loop substituted, it is linear
+in `v` (`c * v + r`, c a nonzero constant) and the upper bound of `r` over the
+inner loops does not depend on `v`; then it holds for all inner iterations
+exactly when `v <= floor(-max r / c)` (c > 0) or `v >= ceil(max r / -c)`
+(c < 0). Only clamps and guards that vary across a vector's lanes are
+considered (scalar ones are cheap), and every occurrence of a removed node in
+the loop's body is checked, so the steady copy computes exactly what the
+original does. The prologue and epilogue are left as they were.
+"""
+from __future__ import annotations
+
+from hdsl.ir.expr import BinOp, Const, Expr, Var, intern, walk
+from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
+from hdsl.ir.types import BOOL, I32
+from hdsl.lower.symbolic import _Candidates, expr_bounds
+
+_CMP = ("<", "<=", ">", ">=")
+
+
+def partition_loops(stmt: Stmt) -> Stmt:
+    return _Partitioner().stmt(stmt)
+
+
+def _I(v: int) -> Const:
+    return Const(I32, v)
+
+
+def _b(op, a, b) -> Expr:
+    return simplify(BinOp(op, a, b, I32))
+
+
+def _names(e: Expr) -> set:
+    return {n.name for n in walk(e) if isinstance(n, Var)}
+
+
+def _exprs(s: Stmt) -> list[Expr]:
+    if isinstance(s, For):
+        return [s.min, s.extent]
+    if isinstance(s, LetStmt):
+        return [s.value]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Store):
+        return [s.index, s.value]
+    if isinstance(s, Allocate):
+        return [s.size]
+    if isinstance(s, Assert):
+        return [s.cond, *s.info]
+    if isinstance(s, Evaluate):
+        return [s.value]
+    return []
+
+
+def _kids(s: Stmt) -> list[Stmt]:
+    if isinstance(s, Block):
+        return list(s.stmts)
+    if isinstance(s, (For, LetStmt, Allocate)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
+    return []
+
+
+def _has_vector_loop(s: Stmt) -> bool:
+    if isinstance(s, For) and s.kind == "vectorized":
+        return True
+    return any(_has_vector_loop(k) for k in _kids(s))
+
+
+def _conditions(n: Expr, in_if: bool):
+    """The (node, d, replacement) of a clamp or guard: `node` equals `replacement` when d <= 0."""
+    if not isinstance(n, BinOp):
+        return []
+    a, b = n.a, n.b
+    if n.type == I32 and n.op == "min":
+        return [(n, BinOp("-", a, b, I32), a), (n, BinOp("-", b, a, I32), b)]
+    if n.type == I32 and n.op == "max":
+        return [(n, BinOp("-", b, a, I32), a), (n, BinOp("-", a, b, I32), b)]
+    if in_if and n.op in _CMP and a.type == I32:
+        t = Const(BOOL, True)
+        if n.op == "<":
+            return [(n, BinOp("+", BinOp("-", a, b, I32), _I(1), I32), t)]
+        if n.op == "<=":
+            return [(n, BinOp("-", a, b, I32), t)]
+        if n.op == ">":
+            return [(n, BinOp("+", BinOp("-", b, a, I32), _I(1), I32), t)]
+        return [(n, BinOp("-", b, a, I32), t)]
+    return []
+
+
+class _Partitioner:
+    def stmt(self, s: Stmt) -> Stmt:
+        kids = _kids(s)
+        new = [self.stmt(k) for k in kids]
+        if any(a is not b for a, b in zip(new, kids)):
+            s = _rebuild(s, new)
+        if isinstance(s, For) and s.kind == "serial" and _has_vector_loop(s.body):
+            return self.partition(s)
+        return s
+
+    # ------------------------------------------------------------ analysis
+    def _hot(self, loop: For) -> dict[int, Expr]:
+        """Clamp and guard nodes inside vector loops whose value varies across the lanes."""
+        hot: dict[int, Expr] = {}
+
+        def visit(s: Stmt, lane: set, in_vec: bool):
+            if isinstance(s, For) and s.kind == "vectorized":
+                lane = lane | {s.var}
+                in_vec = True
+            if in_vec:
+                for e in _exprs(s):
+                    in_if = isinstance(s, IfThenElse) and e is s.cond
+                    for n in walk(e):
+                        if not isinstance(n, BinOp) or id(n) in hot:
+                            continue
+                        if (n.type == I32 and n.op in ("min", "max")) or (in_if and n.op in _CMP and n.a.type == I32):
+                            if _names(n) & lane:
+                                hot[id(n)] = n
+            if isinstance(s, LetStmt) and _names(s.value) & lane:
+                lane = lane | {s.name}
+            for k in _kids(s):
+                visit(k, lane, in_vec)
+        visit(loop.body, set(), False)
+        return hot
+
+    def partition(self, loop: For) -> Stmt:
+        hot = self._hot(loop)
+        if not hot:
+            return loop
+        v = loop.var
+        # every occurrence of a hot node, each with the binders between the loop and it
+        found: dict[int, list] = {}     # id(node) -> [(in_if, chain)] per occurrence
+
+        def visit(s: Stmt, chain: list):
+            for e in _exprs(s):
+                in_if = isinstance(s, IfThenElse) and e is s.cond
+                for n in walk(e):
+                    if id(n) in hot:
+                        found.setdefault(id(n), []).append((in_if, tuple(chain)))
+            if isinstance(s, For):
+                chain = chain + [("loop", s.var, s.min, s.extent)]
+            elif isinstance(s, LetStmt):
+                chain = chain + [("let", s.name, s.value)]
+            for k in _kids(s):
+                visit(k, chain)
+        visit(loop.body, [])
+
+        # inner clamps first: within the steady range every chosen replacement holds at
+        # once, so an outer clamp is judged with the inner ones already replaced
+        # (max(min(x, hi), lo) becomes max(x, lo), then x)
+        def n_hot_below(n):
+            return sum(1 for m in walk(n) if id(m) in hot)
+        lows, highs, repl = [], [], {}
+        for n in sorted((hot[i] for i in found), key=n_hot_below):
+            occurrences = found[id(n)]
+            cur = _replace(n, repl, {})
+            if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
+                continue            # e.g. a comparison also used outside an if's condition
+            choice = None
+            for k in range(len(_conditions(cur, True))):
+                bounds = []
+                for in_if, chain in occurrences:
+                    _, d, r = _conditions(cur, in_if)[k]
+                    b = self._solve(d, v, chain)
+                    if b is None:
+                        break
+                    bounds.append(b)
+                else:
+                    choice = (k, bounds)
+                    break
+            if choice is None:
+                continue
+            k, bounds = choice
+            repl[id(n)] = _conditions(cur, True)[k][2]
+            for kind, e in bounds:
+                (highs if kind == "hi" else lows).append(e)
+        if not repl:
+            return loop
+        m, e = loop.min, loop.extent
+        end = _b("+", m, e)
+        # (merged where they differ by a constant: max((a + 16) / 16, (a + 15) / 16) is one term)
+        lo_c, hi_c = _Candidates(False), _Candidates(True)
+        for x in [m] + lows:
+            lo_c.add(x)
+        for x in [end] + [_b("+", x, _I(1)) for x in highs]:
+            hi_c.add(x)
+        lo = _b("min", lo_c.value(), end)
+        hi = _b("max", hi_c.value(), lo)
+        steady_body = _replace_stmt(loop.body, repl)
+        lo_name, hi_name = f"{v}.steady.min", f"{v}.steady.end"
+        lo_v, hi_v = Var(lo_name, I32), Var(hi_name, I32)
+        parts = []
+        if lows:
+            parts.append(For(v, m, _b("-", lo_v, m), "serial", loop.body))
+        parts.append(For(v, lo_v, _b("-", hi_v, lo_v), "serial", steady_body))
+        if highs:
+            parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
+        return LetStmt(lo_name, lo, LetStmt(hi_name, hi, Block(tuple(parts))))
+
+    @staticmethod
+    def _solve(d: Expr, v: str, chain) -> tuple[str, Expr] | None:
+        """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L."""
+        inner = {b[1] for b in chain}
+        # the lets inside the loop, substituted (innermost first: values may use outer ones)
+        full = d
+        for b in reversed(chain):
+            if b[0] == "let":
+                if b[2].type != I32:
+                    if b[1] in _names(full):
+                        return None
+                    continue
+                full = _subst_var(full, b[1], b[2])
+        full = simplify(full)
+        terms: dict = {}
+        order: list = []
+        const = _linear(full, 1, terms, order)
+        kv = _key(Var(v, I32))
+        c = terms.get(kv, [None, 0])[1]
+        if c == 0:
+            return None
+        rest = {k: t for k, t in terms.items() if k != kv}
+        for t, _ in rest.values():
+            if v in _names(t):
+                return None             # v also appears non-linearly
+        r = _rebuild_linear(rest, [k for k in order if k != kv], const)
+        # the largest r over the inner loops, innermost first (their ranges may use outer ones)
+        hi = simplify(r)
+        for b in reversed(chain):
+            if b[1] not in _names(hi):
+                continue
+            if b[0] == "let":
+                if b[2].type != I32:
+                    return None
+                hi = simplify(_subst_var(hi, b[1], b[2]))
+                continue
+            _, name, mn, ext = b
+            last = BinOp("-", BinOp("+", mn, ext, I32), _I(1), I32)
+            hi = expr_bounds(hi, {name: (simplify(mn), simplify(last))})[1]
+            if hi is None:
+                return None
+            hi = simplify(hi)
+        names = _names(hi)
+        if v in names or names & inner:
+            return None
+        if c > 0:
+            return ("hi", _b("/", _b("-", _I(0), hi), _I(c)))
+        return ("lo", _b("/", _b("+", hi, _I(-c - 1)), _I(-c)))
+
+
+def _subst_var(e: Expr, name: str, value: Expr) -> Expr:
+    from hdsl.ir.expr import substitute
+    return substitute(e, lambda n: value if isinstance(n, Var) and n.name == name else None)
+
+
+def _replace(e: Expr, repl: dict, memo: dict) -> Expr:
+    """e with each node in repl replaced (top-down, so nested clamps go too)."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    if id(e) in repl:
+        out = _replace(repl[id(e)], repl, memo)
+    else:
+        kids = e.children()
+        if kids:
+            new = [_replace(k, repl, memo) for k in kids]
+            out = e if all(a is b for a, b in zip(new, kids)) else _fold(intern(_rebuild_expr(e, new)))
+        else:
+            out = e
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _rebuild_expr(e: Expr, kids: list[Expr]) -> Expr:
+    from hdsl.ir.expr import rebuild
+    return rebuild(e, kids)
+
+
+def _fold(e: Expr) -> Expr:
+    """true && x = x and friends (the simplifier leaves boolean connectives alone)."""
+    if isinstance(e, BinOp) and e.op in ("&&", "||"):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(x, Const):
+                if e.op == "&&":
+                    return y if x.value else x
+                return x if x.value else y
+    return e
+
+
+def _replace_stmt(s: Stmt, repl: dict, memo: dict | None = None) -> Stmt:
+    memo = {} if memo is None else memo
+
+    def ex(e):
+        return _replace(e, repl, memo)
+    if isinstance(s, For):
+        return For(s.var, ex(s.min), ex(s.extent), s.kind, _replace_stmt(s.body, repl, memo))
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, ex(s.value), _replace_stmt(s.body, repl, memo))
+    if isinstance(s, Block):
+        return Block(tuple(_replace_stmt(x, repl, memo) for x in s.stmts))
+    if isinstance(s, IfThenElse):
+        cond = ex(s.cond)
+        then = _replace_stmt(s.then, repl, memo)
+        other = _replace_stmt(s.otherwise, repl, memo) if s.otherwise is not None else None
+        if isinstance(cond, Const):
+            return then if cond.value else (other if other is not None else Block(()))
+        return IfThenElse(cond, then, other)
+    if isinstance(s, Store):
+        return Store(s.buffer, ex(s.index), ex(s.value))
+    if isinstance(s, Allocate):
+        return Allocate(s.name, s.type, ex(s.size), _replace_stmt(s.body, repl, memo))
+    if isinstance(s, Assert):
+        return Assert(ex(s.cond), s.code, tuple(ex(i) for i in s.info))
+    if isinstance(s, Evaluate):
+        return Evaluate(ex(s.value))
+    return s
+
+
+def _rebuild(s: Stmt, kids: list[Stmt]) -> Stmt:
+    if isinstance(s, Block):
+        return Block(tuple(kids))
+    if isinstance(s, For):
+        return For(s.var, s.min, s.extent, s.kind, kids[0])
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, s.value, kids[0])
+    if isinstance(s, Allocate):
+        return Allocate(s.name, s.type, s.size, kids[0])
+    if isinstance(s, IfThenElse):
+        return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+    return s
+
+
+__all__ = ["partition_loops", "Load"]
