@@ -96,6 +96,11 @@ def test_shared_library_through_ctypes(built):
     bflat = make_buffer(flat)
     assert lib.blur(ctypes.byref(bflat), ctypes.byref(bout)) == 5
     assert lib.blur_error_message().decode() == "buffer 'img' must be u16[2] (dims 1, elem_bytes 2 given)"
+    # x must have stride 1 (the code loads rows as dense vectors): a column view is refused
+    bcol = make_buffer(np.ascontiguousarray(img.T).T.T)    # [x, y] with x the slow dim
+    assert bcol.stride[0] != 1
+    assert lib.blur(ctypes.byref(bcol), ctypes.byref(bout)) == 5
+    assert lib.blur_error_message().decode().startswith("buffer 'img' must have stride 1 in x")
 
 
 def test_nonzero_buffer_mins_are_honoured(built, tmp_path):

@@ -1,0 +1,156 @@
+"""Loop partitioning and stride-1 buffers: the steady-state vector loop is clean, and every
+size still gives the evaluator's values (prologue, steady state and epilogue all run)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.codegen.llvm import generate
+from hdsl.ir.expr import BinOp, walk
+from hdsl.ir.stmt import For, IfThenElse, LetStmt, Store
+from hdsl.lower.lower import lower
+from hdsl.lower.partition import _exprs, _kids
+
+BLUR = """
+pipeline blur
+use boundary
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    clamped = repeat_edge(img)
+    blur_x(x, y) = (clamped(x - 1, y) + clamped(x, y) + clamped(x + 1, y)) / 3
+    out(x, y) = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3
+}
+schedule tiled {
+    out.tile(x, y, xi, yi, 64, 8).vectorize(xi, 16).parallel(y)
+    blur_x.compute_at(out, x).vectorize(x, 16)
+}
+schedule plain {
+    out.vectorize(x, 8)
+}
+"""
+
+
+def _loops(s, name):
+    """Every For over `name` (a partitioned loop appears once per part), in order."""
+    found = []
+
+    def visit(x):
+        if isinstance(x, For) and x.var == name:
+            found.append(x)
+        for k in _kids(x):
+            visit(k)
+    visit(s)
+    return found
+
+
+def _minmax_in_vector_code(loop: For) -> int:
+    count = 0
+
+    def visit(s, vec):
+        nonlocal count
+        vec = vec or (isinstance(s, For) and s.kind == "vectorized")
+        if vec:
+            for e in _exprs(s):
+                count += sum(1 for n in walk(e) if isinstance(n, BinOp) and n.op in ("min", "max"))
+            if isinstance(s, IfThenElse):
+                count += 1
+        for k in _kids(s):
+            visit(k, vec)
+    visit(loop, False)
+    return count
+
+
+def test_blur_x_steady_state_has_no_clamps():
+    p = hdsl.loads(BLUR, "blur.hl")
+    stmt = lower(p.ir, "tiled").stmt
+    parts = _loops(stmt, "blur_x.s0.x$1")
+    # per copy of out's x loop (itself split into whole tiles and the last one): a prologue
+    # (the left edge), the steady state and an epilogue (the right edge and the tail)
+    assert len(parts) == 6
+    for pro, steady, epi in (parts[:3], parts[3:]):
+        clamps = [_minmax_in_vector_code(l) for l in (pro, steady, epi)]
+        # x's clamp (a min and a max per tap: 6) is gone in the steady state; y's clamp
+        # does not vary across lanes and stays (one min and one max, shared by the taps)
+        assert clamps[1] == clamps[0] - 6 == clamps[2] - 6 == 2
+
+
+def test_output_steady_state_has_no_tail_guard():
+    p = hdsl.loads(BLUR, "blur.hl")
+    stmt = lower(p.ir, "tiled").stmt
+    parts = _loops(stmt, "out.s0.xi$1")
+    # out's x loop: whole tiles, then the last; in each, xi's steady state and its tail
+    assert len(parts) == 4
+
+    def guards(loop):
+        return sum(1 for s in _all(loop) if isinstance(s, IfThenElse))
+    # only y's guard (scalar) is left, except in the last tile's tail, which keeps x's
+    assert [guards(l) for l in parts] == [1, 1, 1, 2]
+
+
+def _all(s):
+    yield s
+    for k in _kids(s):
+        yield from _all(k)
+
+
+def test_steady_state_loads_are_dense_vectors():
+    """With x's clamp gone and x's stride known to be 1, the steady state's loads of img
+    are plain <16 x i16> loads, not gathers."""
+    p = hdsl.loads(BLUR, "blur.hl")
+    low = lower(p.ir, "tiled")
+    ir = str(generate(p.ir, low.stmt, "blur"))
+    assert "load <16 x i16>" in ir
+    dense = ir.count("load <16 x i16>")
+    # the prologue and epilogue keep their gathers (behind a run-time density check)
+    assert dense >= 6
+
+
+@pytest.mark.parametrize("schedule", ["tiled", "plain"])
+@pytest.mark.parametrize("w,h", [(1, 1), (2, 3), (15, 2), (16, 16), (17, 9), (63, 5), (64, 8), (65, 17),
+                                 (100, 3), (129, 20)])
+def test_every_size_matches_the_evaluator(schedule, w, h):
+    p = hdsl.loads(BLUR, "blur.hl")
+    img = np.random.RandomState(w * 100 + h).randint(0, 65535, (h, w)).astype(np.uint16)
+    expected = p(img=img)
+    got = p.compile("host", schedule=schedule)(img=img)
+    assert np.array_equal(got, expected)
+
+
+def test_guard_used_outside_an_if_is_not_removed():
+    """A hot comparison that is also a value (stored) must keep its value everywhere."""
+    text = """
+pipeline cmp
+input  img: i32[1]
+output out: i32[1]
+algorithm {
+    out(x) = select(x < 13, img(clamp(x + 1, 0, img.width - 1)), 7) + i32(x < 13)
+}
+schedule s { out.vectorize(x, 8) }
+"""
+    p = hdsl.loads(text, "cmp.hl")
+    for n in (1, 7, 8, 13, 20, 41):
+        img = np.arange(n, dtype=np.int32) * 3
+        assert np.array_equal(p.compile("host", schedule="s")(img=img), p(img=img))
+
+
+def test_interleaved_colour_input_is_read_correctly():
+    """x must have stride 1: an (H, W, 3) interleaved array is copied to a planar layout,
+    and the output comes back in the user's (H, W, 3) layout."""
+    text = """
+pipeline swap
+input  img: u8[3]
+output out: u8[3]
+algorithm { out(x, y, c) = img(x, y, 2 - c) + u8(x) }
+schedule s { out.vectorize(x, 16) }
+"""
+    p = hdsl.loads(text, "swap.hl")
+    img = np.random.RandomState(1).randint(0, 200, (5, 37, 3)).astype(np.uint8)
+    got = p.compile("host", schedule="s")(img=img)
+    xs = np.arange(37, dtype=np.uint8)[None, :, None]
+    assert got.shape == (5, 37, 3)
+    assert np.array_equal(got, img[:, :, ::-1] + xs)
+    # a strided view (every other column) is copied too
+    view = img[:, ::2, :]
+    assert np.array_equal(p.compile("host", schedule="s")(img=view), view[:, :, ::-1] + xs[:, :19])
