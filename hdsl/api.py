@@ -129,6 +129,31 @@ class Pipeline:
             sizes = [list(sizes)] * len(self.ir.outputs)
         return self._run(inputs, params, sizes)
 
+    def realize_into(self, out, **kwargs):
+        """Compute into caller-owned arrays (one, or a tuple for several outputs), in the user's
+        (H, W[, C]) layout; the output sizes are theirs. Reusing arrays avoids allocating (and
+        the page faults of touching new memory) on every call. Native targets need x with
+        stride 1: a row-major gray image, or a colour array whose channels are planes
+        (np.empty((C, H, W)).transpose(1, 2, 0))."""
+        arrays = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(arrays) != len(self.ir.outputs):
+            raise HdslError(f"pipeline '{self.name}' has {len(self.ir.outputs)} outputs, but "
+                            f"{len(arrays)} arrays were given", None)
+        inputs, params = self._bind(kwargs)
+        sizes = []
+        for f, arr in zip(self.ir.outputs, arrays):
+            t = f.values[0].type
+            if not isinstance(arr, np.ndarray) or arr.ndim != f.dims or arr.dtype != t.dtype:
+                raise HdslError(f"output '{f.name}' needs a {t} array with {f.dims} dimensions", None)
+            sizes.append(list(to_buffer_layout(arr, f.dims).shape))
+        if self.native is not None:
+            self.native.run(inputs, params, sizes, [to_buffer_layout(a, a.ndim) for a in arrays])
+        else:
+            res = self._run(inputs, params, sizes)
+            for a, r in zip(arrays, res if isinstance(res, tuple) else (res,)):
+                a[...] = r
+        return out
+
     def __call__(self, **kwargs):
         inputs, params = self._bind(kwargs)
         return self._run(inputs, params, self.default_sizes(inputs))

@@ -38,8 +38,9 @@ class NativePipeline:
         t2 = time.perf_counter()
         self.timings = {"lower": t1 - t0, "llvm": t2 - t1, "cached": self.fn.cached}
 
-    def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes) -> list[np.ndarray]:
-        """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order."""
+    def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes, into=None) -> list[np.ndarray]:
+        """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order (written into
+        `into`, [x, y, c] views of caller arrays, when given)."""
         from hdsl.runtime.jit import make_buffer
         keep = []
         ptrs = []
@@ -58,8 +59,19 @@ class NativePipeline:
             keep.append(cell)
             ptrs.append(cell.ctypes.data)
         outs = []
-        for f, size in zip(self.p.outputs, sizes):
+        for k, (f, size) in enumerate(zip(self.p.outputs, sizes)):
             t = f.values[0].type
+            if into is not None:
+                view = into[k]
+                if view.ndim and view.shape[0] > 1 and view.strides[0] != view.itemsize:
+                    raise HdslError(f"the array for output '{f.name}' must have stride 1 in x", None,
+                                    "use a row-major gray image, or planar colour: "
+                                    "np.empty((C, H, W), dtype).transpose(1, 2, 0)")
+                s = make_buffer(view)
+                keep.append((view, s))
+                ptrs.append(ctypes.addressof(s))
+                outs.append(view)
+                continue
             # [x, y, c] with x densest (the generated code writes x with stride 1): a gray
             # image is the user's (H, W) row-major array; colour is planar
             view = np.empty([int(n) for n in size], dtype=t.dtype, order="F")
