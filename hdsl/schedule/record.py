@@ -166,6 +166,11 @@ class _Recorder:
             self.apply(f, stage, name, args, call)
             self.sched.add(f, Directive(name, args, call.span, stage))
             if name == "rfactor":
+                rest = calls[calls.index(call) + 1:]
+                if rest:
+                    self.el.error("directives chained after rfactor(...) are not supported yet", rest[0].func.name_span,
+                                  "the intermediate is computed at the root with its new var's loops parallel; "
+                                  "end the chain at rfactor(...)")
                 break
 
     def _func(self, node, scope) -> Func:
