@@ -113,7 +113,7 @@ class _Partitioner:
         new = [self.stmt(k) for k in kids]
         if any(a is not b for a, b in zip(new, kids)):
             s = _rebuild(s, new)
-        if isinstance(s, For) and s.kind == "serial" and _has_vector_loop(s.body):
+        if isinstance(s, For) and s.kind in ("serial", "parallel") and _has_vector_loop(s.body):
             return self.partition(s)
         return s
 
@@ -208,6 +208,11 @@ class _Partitioner:
         steady_body = _replace_stmt(loop.body, repl)
         lo_name, hi_name = f"{v}.steady.min", f"{v}.steady.end"
         lo_v, hi_v = Var(lo_name, I32), Var(hi_name, I32)
+        if loop.kind == "parallel":
+            # one parallel loop (one dispatch to the thread pool), each task choosing its copy
+            inside = BinOp("&&", BinOp("<=", lo_v, Var(v, I32), BOOL), BinOp("<", Var(v, I32), hi_v, BOOL), BOOL)
+            body = IfThenElse(inside, steady_body, loop.body)
+            return LetStmt(lo_name, lo, LetStmt(hi_name, hi, For(v, m, e, loop.kind, body)))
         parts = []
         if lows:
             parts.append(For(v, m, _b("-", lo_v, m), "serial", loop.body))

@@ -62,6 +62,7 @@ class _State:
 
     def __init__(self, f: Func, stage: int):
         self.f, self.stage = f, stage
+        self.alias: dict[str, str] = {}
         if stage < 0:
             self.vars = list(f.args)
             self.rvars: set[str] = set()
@@ -71,6 +72,15 @@ class _State:
             rv = [RVar(u.rdom, i).name for i in range(len(u.rdom.bounds))] if u.rdom else []
             self.vars = rv + pure
             self.rvars = set(rv)
+            # a filter's scan loop (`.iir(+x, ...)`) is named by the var it runs along
+            if u.rdom is not None and u.rdom.name.startswith(f"{f.name}.iir"):
+                for d, a in enumerate(u.args):
+                    if not isinstance(a, Var) and d < len(f.args):
+                        self.alias[f.args[d]] = rv[0]
+        self.shown = {r: a for a, r in self.alias.items()}
+
+    def display(self) -> str:
+        return ", ".join(self.shown.get(v, v) for v in self.vars)
 
 
 def record_schedules(el, blocks: list[ast.ScheduleBlock], scope: Scope, outputs: list[Func]):
@@ -236,19 +246,21 @@ class _Recorder:
         name = self._var_name(a)
         if name is None:
             el.error("expected a loop variable name here", a.span)
+        if st is not None and kind in ("var", "rvar"):
+            name = st.alias.get(name, name)
         if kind == "var":
             if name not in st.vars:
-                guess = did_you_mean(name, st.vars)
+                guess = did_you_mean(name, [st.shown.get(v, v) for v in st.vars])
                 el.error(f"'{name}' is not a loop of '{f.name}'" + ("" if st.stage < 0 else f".update({st.stage})")
                          + (f"; did you mean '{guess}'?" if guess else ""), a.span,
-                         f"its loops are {', '.join(st.vars)} (innermost first)")
+                         f"its loops are {st.display()} (innermost first)")
             return name
         if kind == "rvar":
             if name not in st.rvars:
                 el.error(f"'{name}' is not a reduction variable of this update", a.span)
             return name
         if kind == "new":
-            if name in st.vars:
+            if name in st.vars or name in st.alias:
                 el.error(f"'{name}' is already a loop of '{f.name}'", a.span, "choose a new name")
             if name in previous:
                 el.error(f"'{name}' is named twice", a.span)

@@ -154,3 +154,40 @@ schedule s { out.vectorize(x, 16) }
     # a strided view (every other column) is copied too
     view = img[:, ::2, :]
     assert np.array_equal(p.compile("host", schedule="s")(img=view), view[:, :, ::-1] + xs[:, :19])
+
+
+IIR = """
+pipeline iir
+input  img: f32[2]
+param  b0: f32 = 0.5
+param  a1: f32 = 0.5
+output out: f32[2]
+algorithm {
+    rf(x, y) = img(x, y)
+    rf.iir(+x, 0..img.width, b0, [a1])
+    rf.iir(-y, 0..img.height, b0, [a1])
+    out(x, y) = rf(x, y)
+}
+schedule s {
+    rf.compute_root().vectorize(x, 8)
+    rf.update(0).split(y, yo, yi, 8).reorder(yi, x, yo).vectorize(yi).parallel(yo)
+    rf.update(1).split(x, xo, xi, 8).reorder(xi, y, xo).vectorize(xi).parallel(xo)
+}
+"""
+
+
+def test_iir_scan_loop_is_named_by_its_var_and_parallel_loops_partition():
+    """`rf.update(0).reorder(yi, x, yo)`: x names the scan of .iir(+x, ...). The parallel loop
+    over yo is partitioned inside its body (one dispatch): whole 8-row blocks run without
+    the tail guard."""
+    p = hdsl.loads(IIR, "iir.hl")
+    stmt = lower(p.ir, "s").stmt
+    par = [l for l in _all(stmt) if isinstance(l, For) and l.var == "rf.s1.yo"]
+    assert len(par) == 1 and par[0].kind == "parallel"
+    assert isinstance(par[0].body, IfThenElse)
+    steady, rest = par[0].body.then, par[0].body.otherwise
+    assert sum(isinstance(s, IfThenElse) for s in _all(steady)) == 0
+    assert sum(isinstance(s, IfThenElse) for s in _all(rest)) == 1
+    for h, w in ((8, 8), (13, 16), (1, 8), (23, 24)):     # (x rounds up to 8 in the pure stage)
+        img = np.random.RandomState(h * w).rand(h, w).astype(np.float32)
+        assert np.array_equal(p.compile("host", schedule="s")(img=img), p(img=img))
