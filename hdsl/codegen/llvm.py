@@ -55,7 +55,8 @@ def _c(t: Type, v) -> ir.Constant:
 
 
 class Ramp:
-    """The vector <base, base + stride, …, base + (lanes - 1) * stride> of a vectorized loop's index."""
+    """The vector <base, base + stride, …, base + (lanes - 1) * stride> of a vectorized loop's index.
+    `stride` is a Python int, or a scalar LLVM value of base's type (a buffer's run-time stride)."""
 
     def __init__(self, base: ir.Value, stride: int, lanes: int):
         self.base, self.stride, self.lanes = base, stride, lanes
@@ -283,7 +284,7 @@ class CodeGen:
         if mask is not None and not isinstance(mask.type, ir.VectorType):
             mask = self.splat(st, mask, lanes)
         align = ir.Constant(I32T, max(1, t.bits // 8))
-        if isinstance(idx, Ramp) and idx.stride == 1:
+        if isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.stride == 1:
             ptr = b.gep(base, [idx.base], source_etype=mt)
             if mask is None:
                 b.store(v, ptr, align=max(1, t.bits // 8))
@@ -323,13 +324,35 @@ class CodeGen:
         if mask is not None and not isinstance(mask.type, ir.VectorType):
             mask = self.splat(st, mask, lanes)
         align = ir.Constant(I32T, max(1, t.bits // 8))
-        if isinstance(idx, Ramp) and idx.stride == 1:
+        stride = idx.stride if isinstance(idx, Ramp) else None
+        if isinstance(stride, int) and stride == 1:
             ptr = b.gep(base, [idx.base], source_etype=mt)
             if mask is None:
                 v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
             else:
                 f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
                 v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        elif isinstance(stride, int) and 2 <= stride <= 8 and mask is None:
+            # a small constant stride: one dense load of the span the lanes cover (exactly
+            # that span, so nothing past the last lane is touched), then a shuffle
+            span = (lanes - 1) * stride + 1
+            wide = b.load(b.gep(base, [idx.base], source_etype=mt), typ=ir.VectorType(mt, span),
+                          align=max(1, t.bits // 8))
+            v = b.shuffle_vector(wide, ir.Constant(ir.VectorType(mt, span), ir.Undefined),
+                                 ir.Constant(ir.VectorType(I32T, lanes), [k * stride for k in range(lanes)]))
+        elif stride is not None and not isinstance(stride, int) and mask is None:
+            # a run-time stride (a buffer's row stride): dense when it is 1, else a gather
+            unit = b.icmp_signed("==", stride, ir.Constant(stride.type, 1))
+            with b.if_else(unit) as (then, other):
+                with then:
+                    v_dense = b.load(b.gep(base, [idx.base], source_etype=mt), typ=vt, align=max(1, t.bits // 8))
+                    dense_block = b.block
+                with other:
+                    v_gather = self.gather(st, base, self.val(st, idx, lanes), t, vt, None)
+                    gather_block = b.block
+            v = b.phi(vt)
+            v.add_incoming(v_dense, dense_block)
+            v.add_incoming(v_gather, gather_block)
         elif mask is None and not isinstance(idx, Ramp):
             # an index that is dense at run time (a clamp that did not bite, say) is loaded
             # densely; only the rest pays for a gather
@@ -434,8 +457,28 @@ class CodeGen:
             return v
         b = st.b
         et = v.base.type
-        steps = ir.Constant(ir.VectorType(et, v.lanes), [k * v.stride for k in range(v.lanes)])
+        if isinstance(v.stride, int):
+            steps = ir.Constant(ir.VectorType(et, v.lanes), [k * v.stride for k in range(v.lanes)])
+        else:
+            steps = b.mul(self.splat(st, v.stride, v.lanes), ir.Constant(ir.VectorType(et, v.lanes), list(range(v.lanes))))
         return b.add(self.splat(st, v.base, v.lanes), steps)
+
+    # strides of ramps: Python ints, or scalar LLVM values
+    @staticmethod
+    def _s(b, x, like):
+        return x if not isinstance(x, int) else ir.Constant(like.type, x)
+
+    def _sadd(self, b, x, y, like, sub=False):
+        if isinstance(x, int) and isinstance(y, int):
+            return x - y if sub else x + y
+        x, y = self._s(b, x, like), self._s(b, y, like)
+        return b.sub(x, y) if sub else b.add(x, y)
+
+    def _smul(self, b, x, other):
+        """stride x times the scalar LLVM value `other`."""
+        if isinstance(x, int):
+            return other if x == 1 else b.mul(other, ir.Constant(other.type, x))
+        return b.mul(x, other)
 
     def expr(self, st: _Fn, e: Expr, keep_ramp: bool = False):
         # common subexpressions (expressions are interned DAGs) are generated once per
@@ -466,7 +509,8 @@ class CodeGen:
             if isinstance(v, Ramp):
                 if t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate:
                     # index arithmetic: a widened ramp is still a ramp (no overflow within a vector)
-                    return Ramp(self.cast(st, t, v.base, e.value.type), v.stride, v.lanes)
+                    stride = v.stride if isinstance(v.stride, int) else self.cast(st, t, v.stride, e.value.type)
+                    return Ramp(self.cast(st, t, v.base, e.value.type), stride, v.lanes)
                 v = self.val(st, v)
             return self.cast(st, t, v, e.value.type, e.saturate)
         if isinstance(e, BinOp):
@@ -510,19 +554,23 @@ class CodeGen:
             if isinstance(c, Ramp) and scalar(a):
                 return Ramp(b.add(a, c.base), c.stride, c.lanes)
             if isinstance(a, Ramp) and isinstance(c, Ramp):
-                return Ramp(b.add(a.base, c.base), a.stride + c.stride, a.lanes)
+                return Ramp(b.add(a.base, c.base), self._sadd(b, a.stride, c.stride, a.base), a.lanes)
         if e.op == "-":
             if isinstance(a, Ramp) and scalar(c):
                 return Ramp(b.sub(a.base, c), a.stride, a.lanes)
             if isinstance(c, Ramp) and scalar(a):
-                return Ramp(b.sub(a, c.base), -c.stride, c.lanes)
+                return Ramp(b.sub(a, c.base), self._sadd(b, 0, c.stride, c.base, sub=True), c.lanes)
             if isinstance(a, Ramp) and isinstance(c, Ramp):
-                return Ramp(b.sub(a.base, c.base), a.stride - c.stride, a.lanes)
+                return Ramp(b.sub(a.base, c.base), self._sadd(b, a.stride, c.stride, a.base, sub=True), a.lanes)
         if e.op == "*":
             k = _const_int(e.b) if isinstance(a, Ramp) else _const_int(e.a)
+            r, other = (a, c) if isinstance(a, Ramp) else (c, a)
             if k is not None:
-                r, other = (a, c) if isinstance(a, Ramp) else (c, a)
-                return Ramp(b.mul(r.base, other), r.stride * k, r.lanes)
+                stride = r.stride * k if isinstance(r.stride, int) else b.mul(r.stride, ir.Constant(r.stride.type, k))
+                return Ramp(b.mul(r.base, other), stride, r.lanes)
+            if isinstance(r, Ramp) and scalar(other):
+                # times a run-time value (a buffer's stride): still a ramp, of run-time stride
+                return Ramp(b.mul(r.base, other), self._smul(b, r.stride, other), r.lanes)
         return None
 
     def unify(self, st: _Fn, x, y):

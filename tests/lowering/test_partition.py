@@ -191,3 +191,37 @@ def test_iir_scan_loop_is_named_by_its_var_and_parallel_loops_partition():
     for h, w in ((8, 8), (13, 16), (1, 8), (23, 24)):     # (x rounds up to 8 in the pure stage)
         img = np.random.RandomState(h * w).rand(h, w).astype(np.float32)
         assert np.array_equal(p.compile("host", schedule="s")(img=img), p(img=img))
+
+
+STRIDED = """
+pipeline strided
+input  img: u16[2]
+output even: u16[2]
+output third: u16[2]
+output col: u16[2]
+algorithm {
+    even(x, y) = img(2 * x, y) + img(2 * x + 1, y)
+    third(x, y) = img(3 * x + 2, y)
+    col(x, y) = img(y, x)           # a transpose: x runs down img's rows (run-time stride)
+}
+schedule s {
+    even.vectorize(x, 16)
+    third.vectorize(x, 8)
+    col.vectorize(x, 8)
+}
+"""
+
+
+def test_strided_loads_are_shuffles_and_transposes_use_the_run_time_stride():
+    p = hdsl.loads(STRIDED, "strided.hl")
+    ir = str(generate(p.ir, lower(p.ir, "s").stmt, "strided"))
+    assert "load <31 x i16>" in ir          # 16 lanes of stride 2: one load of 31 elements
+    assert "load <22 x i16>" in ir          # 8 lanes of stride 3
+    c = p.compile("host", schedule="s")
+    for h, w in ((16, 48), (8, 24), (24, 40)):
+        img = np.random.RandomState(w).randint(0, 30000, (h, w)).astype(np.uint16)
+        n = w // 3
+        got = c.realize([[n, h], [n, h], [h, n]], img=img)
+        assert np.array_equal(got[0], img[:, 0:2 * n:2] + img[:, 1:2 * n:2])
+        assert np.array_equal(got[1], img[:, 2:3 * n:3])
+        assert np.array_equal(got[2], img[:h, :n].T)
