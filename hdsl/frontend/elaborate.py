@@ -73,6 +73,7 @@ class Elaborator:
         self.fn_depth = 0
         self.uses_boundary = False
         self.loaded: set[str] = set()
+        self.texts: list[str] = []               # this file's text and every used module's (cache key)
         self.algorithm_scope: Scope | None = None
         self.reduction_count = 0
         self.def_sites: dict[int, tuple[Span, Span]] = {}   # id(Func) -> (left side, right side)
@@ -175,7 +176,9 @@ class Elaborator:
         from hdsl.schedule.record import record_schedules
         sched = record_schedules(self, schedules, scope, outputs)
         self.sink.raise_if_any()
-        return Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename)
+        import hashlib
+        key = hashlib.sha256("\0".join(self.texts).encode()).hexdigest() if self.texts else ""
+        return Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename, key)
 
     def keyword_span(self, span: Span, keyword: str) -> Span:
         return Span(span.file, span.line, span.col, span.line, span.col + len(keyword))
@@ -338,7 +341,9 @@ class Elaborator:
         try:
             # a file next to this one is named as the user wrote it, relative like this file's name
             shown = os.path.normpath(here / item.target) if item.is_path else str(path)
-            mod = parse(path.read_text(), shown)
+            text = path.read_text()
+            self.texts.append(text)
+            mod = parse(text, shown)
         except HdslError as e:
             for d in e.diagnostics:
                 self.sink.error(d.message, d.span, d.hint, note)
@@ -1374,11 +1379,13 @@ def ast_walk(node):
                     yield from ast_walk(c)
 
 
-def elaborate(module: ast.Module, filename: str) -> Pipeline | None:
+def elaborate(module: ast.Module, filename: str, text: str | None = None) -> Pipeline | None:
     el = Elaborator(filename)
+    if text is not None:
+        el.texts.append(text)
     return el.module(module)
 
 
 def check_source(text: str, filename: str) -> Pipeline | None:
-    return elaborate(parse(text, filename), filename)
+    return elaborate(parse(text, filename), filename, text)
 

@@ -164,6 +164,9 @@ class Pipeline:
     output_types: list[Type]
     schedules: dict[str | None, Schedule]
     filename: str = "<string>"
+    # a hash of the source texts it was elaborated from (its file and every module it uses);
+    # "" when built otherwise. Keys the compile cache, so a cached compile skips lowering.
+    source_key: str = ""
 
     @property
     def funcs(self) -> list[Func]:

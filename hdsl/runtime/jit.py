@@ -1,9 +1,11 @@
 """Compile a lowered pipeline with LLVM and call it from Python.
 
-The machine code is cached on disk (LLVM's object cache), keyed by the
-lowered program's text, the target and hdsl's version, so a second run of
-the same program skips LLVM's optimizer and code generator. The thread pool
-is a small C library built once with the system's C compiler.
+The machine code is cached on disk twice over: keyed by the source texts, the
+schedule, the target and a fingerprint of the compiler's own files (so a
+second compile of the same program loads the object without lowering it at
+all), and by the LLVM IR (LLVM's object cache: a program that lowers to the
+same code skips LLVM's optimizer and code generator). The thread pool is a
+small C library built once with the system's C compiler.
 """
 from __future__ import annotations
 
@@ -146,9 +148,11 @@ class CompiledFunction:
             if not self.cached:
                 optimize(mod, tm)
             engine = llvm.create_mcjit_compiler(mod, tm)
+            self.object_path = None
             if use_cache:
                 cache = _ObjectCache(key)
                 engine.set_object_cache(cache.notify, cache.get)
+                self.object_path = cache.path
             engine.finalize_object()
             addr = engine.get_function_address(name)
             if not addr:
@@ -157,6 +161,29 @@ class CompiledFunction:
             self._tm = tm
             self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
 
+    @classmethod
+    def from_object(cls, path: Path, name: str, target: str) -> "CompiledFunction | None":
+        """The function in a cached object file; None if it cannot be read or linked."""
+        from llvmlite import binding as llvm
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        with _lock:
+            runtime_library()
+            tm = target_machine(target)
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            engine.finalize_object()
+            addr = engine.get_function_address(name)
+            if not addr:
+                return None
+            self = cls.__new__(cls)
+            self.cached = True
+            self._engine, self._tm = engine, tm
+            self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
+            return self
+
     def __call__(self, arg_ptrs: list[int]) -> tuple[int, list[int]]:
         args = (ctypes.c_void_p * max(1, len(arg_ptrs)))(*arg_ptrs)
         info = (ctypes.c_int64 * 4)()
@@ -164,9 +191,32 @@ class CompiledFunction:
         return code, list(info)
 
 
+_fingerprint: str | None = None
+
+
 def _version() -> str:
-    import hdsl
-    return getattr(hdsl, "__version__", "0")
+    """hdsl's version and a hash of its compiler's files: a changed compiler never reuses
+    an object compiled by another."""
+    global _fingerprint
+    if _fingerprint is None:
+        import hdsl
+        root = Path(hdsl.__file__).resolve().parent
+        h = hashlib.sha256(getattr(hdsl, "__version__", "0").encode())
+        files = sorted(root.rglob("*.py")) + sorted(root.rglob("*.c")) + sorted(root.parent.glob("grammar/*.lark"))
+        for f in files:
+            h.update(str(f.relative_to(root.parent)).encode())
+            h.update(f.read_bytes())
+        _fingerprint = h.hexdigest()[:16]
+    return _fingerprint
+
+
+def source_cache_path(source_key: str, schedule: str | None, target: str) -> Path:
+    """Where the object compiled from these sources, schedule and target is kept."""
+    from llvmlite import binding as llvm
+    _init_llvm()
+    cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") else ""
+    text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version()])
+    return cache_dir() / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o"
 
 
 def assembly(llvm_ir: str, target: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import time
 
@@ -22,21 +23,48 @@ class NativePipeline:
     def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
         # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
         fast_math = target.endswith("-fast_math")
-        if fast_math:
-            target = target[: -len("-fast_math")]
-        from hdsl.codegen.llvm import generate
-        from hdsl.lower.lower import lower
-        from hdsl.runtime.jit import CompiledFunction
+        base = target[: -len("-fast_math")] if fast_math else target
+        from hdsl.runtime.jit import CompiledFunction, source_cache_path
         t0 = time.perf_counter()
-        self.p = p
-        self.lowered = lower(p, schedule, target)
-        name = "hdsl_" + re.sub(r"\W", "_", p.name)
-        self.module = generate(p, self.lowered.stmt, name, fast_math)
-        self.llvm_ir = str(self.module)
+        self.p, self.schedule, self.target, self.fast_math = p, schedule, base, fast_math
+        self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
+        self._lowered = self._module = None
+        src_path = source_cache_path(p.source_key, schedule, target) if use_cache and p.source_key else None
+        self.fn = CompiledFunction.from_object(src_path, self.name, base) if src_path and src_path.exists() else None
+        if self.fn is not None:
+            # compiled before from the same sources, schedule, target and compiler
+            self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
+            return
+        ir = self.llvm_ir                 # lowering and code generation
         t1 = time.perf_counter()
-        self.fn = CompiledFunction(self.llvm_ir, name, target, use_cache)
+        self.fn = CompiledFunction(ir, self.name, base, use_cache)
         t2 = time.perf_counter()
+        if src_path is not None and self.fn.object_path is not None:
+            try:
+                tmp = src_path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(self.fn.object_path.read_bytes())
+                os.replace(tmp, src_path)
+            except OSError:
+                pass            # the cache is an optimization; a failed write costs the next run time
         self.timings = {"lower": t1 - t0, "llvm": t2 - t1, "cached": self.fn.cached}
+
+    @property
+    def lowered(self):
+        if self._lowered is None:
+            from hdsl.lower.lower import lower
+            self._lowered = lower(self.p, self.schedule, self.target)
+        return self._lowered
+
+    @property
+    def module(self):
+        if self._module is None:
+            from hdsl.codegen.llvm import generate
+            self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
+        return self._module
+
+    @property
+    def llvm_ir(self) -> str:
+        return str(self.module)
 
     def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes, into=None) -> list[np.ndarray]:
         """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order (written into
