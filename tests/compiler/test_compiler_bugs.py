@@ -356,3 +356,20 @@ schedule s {
         img = (np.arange(w * h).reshape(h, w) % 7 + 1).astype(np.int32)
         got, expected = both(text, "s", (w, h), img=img)
         assert got.tolist() == expected.tolist()
+
+
+def test_a_long_chain_of_root_stages_compiles():
+    """60 stages computed at the root nest the loop nest hundreds of levels deep (was
+    RecursionError, an internal compiler error)."""
+    lines = ["pipeline chain", "input img: f32[2]", "output out: f32[2]", "algorithm {", "    g0(x, y) = img(x, y)"]
+    lines += [f"    g{i}(x, y) = g{i - 1}(x, y) * 0.5f + 1.0f" for i in range(1, 60)]
+    lines += ["    out(x, y) = g59(x, y)", "}", "schedule s {"]
+    lines += [f"    g{i}.compute_root().parallel(y).vectorize(x, 4)" for i in range(1, 60)]
+    lines += ["}"]
+    img = np.random.RandomState(0).rand(5, 8).astype(np.float32)
+    got, expected = both("\n".join(lines) + "\n", "s", (8, 5), img=img)
+    assert np.array_equal(got, expected)
+    ref = img
+    for _ in range(59):
+        ref = ref * np.float32(0.5) + np.float32(1.0)
+    assert np.array_equal(got, ref)
