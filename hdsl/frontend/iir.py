@@ -65,6 +65,7 @@ def add_iir(el, f, call: ast.Call, scope):
         return el.type_rule(ops.binop, "*", coef, value, span=node.span)
 
     total = mul(b0, at(coord), b0_node)
+    coefs = [total.a if isinstance(total, BinOp) and total.op == "*" else None]
     for j, a in enumerate(feedback, start=1):
         if dir_node.op == "+":
             src = BinOp("-", coord, Const(I32, j), I32)
@@ -76,9 +77,13 @@ def add_iir(el, f, call: ast.Call, scope):
             inside = BinOp("<=", src, last, BOOL)
             safe = BinOp("min", src, last, I32)
         term = el.type_rule(ops.select, inside, at(safe), Const(I32, 0, literal=True), span=coef_node.span)
-        total = el.type_rule(ops.binop, "+", total, mul(a, term, coef_node), span=call.span)
+        m = mul(a, term, coef_node)
+        coefs.append(m.a if isinstance(m, BinOp) and m.op == "*" else None)
+        total = el.type_rule(ops.binop, "+", total, m, span=call.span)
     if not total.type.is_error() and total.type != t:
         el.error(f"the filter computes {total.type} but '{f.name}' has type {t}", where,
                  f"give the coefficients type {t}")
     args = [coord if i == d else Var(a) for i, a in enumerate(f.args)]
-    f.updates.append(Update(args, [total], rd, call.span))
+    ok = all(c is not None and c.type == t for c in coefs)
+    f.updates.append(Update(args, [total], rd, call.span,
+                            (d, dir_node.op, lo, hi, coefs[0], coefs[1:]) if ok else None))

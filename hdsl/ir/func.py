@@ -43,6 +43,9 @@ class Update:
     values: list[Expr]             # one per tuple element
     rdom: RDom | None
     span: Span | None = None
+    # a recursive filter (`.iir`): (dim, '+' or '-', lo, hi, b0, [a1, ..., ak]), the
+    # coefficients as the filter uses them (of the Func's type); None for other updates
+    iir: tuple | None = None
 
 
 @dataclass(eq=False)

@@ -59,7 +59,11 @@ def inline_definitions(funcs: list[Func], inlined: set[int]) -> dict[int, Defini
                 args = [_retarget(a, *rdom_map) for a in args]
                 vals = [_retarget(v, *rdom_map) for v in vals]
                 rdom.predicate = _retarget(rdom.predicate, *rdom_map)
-            updates.append(Update(args, vals, rdom, u.span))
+            iir = None
+            if u.iir is not None:
+                d, sign, lo, hi, b0, feedback = u.iir
+                iir = (d, sign, expand(lo), expand(hi), expand(b0), [expand(a) for a in feedback])
+            updates.append(Update(args, vals, rdom, u.span, iir))
         out[id(f)] = Definitions(f, values, updates)
     return out
 

@@ -295,7 +295,7 @@ class LoopBuilder:
         return substitute(e, visit)
 
     def production(self, f: Func) -> Stmt:
-        stages = [self.stage_nest(f, 0)] + [self.stage_nest(f, i + 1) for i in range(len(f.updates))]
+        stages = [self.stage_nest(f, 0)] + [self.stage_nest(f, i + 1) for i in range(len(self.defs[id(f)].updates))]
         return block(*stages)
 
     def footprint(self, f: Func, pure: dict) -> list:
@@ -330,7 +330,7 @@ class LoopBuilder:
                                 f"{'xyc'[dim] if dim < 3 else 'dim ' + str(dim)} coordinate is unbounded",
                                 f.span, "clamp data-dependent coordinates, e.g. f(clamp(i32(v), 0, 255))")
         region = [list(r) for r in required]
-        if f.updates:
+        if self.defs[id(f)].updates:
             # twice: the updates' pure vars range over the region the first pass found
             req = {a: (V(f"{f.name}.{a}.req.min"), V(f"{f.name}.{a}.req.max")) for a in f.args}
             for pure in (req, None):
@@ -350,7 +350,7 @@ class LoopBuilder:
                                        BinOp(">=", bmax, V(f"{f.name}.{a}.req.max"), BOOL), BOOL),
                                  ERR_BOUND_DIRECTIVE, ()))
             region[dim] = [blo, bmax]
-        if slide is not None and not f.updates:
+        if slide is not None and not self.defs[id(f)].updates:
             self.slid = self.slide(f, region, slide)
         inner = block(*checks, self.production(f), body)
         for dim, a in reversed(list(enumerate(f.args))):

@@ -14,6 +14,7 @@ from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
 from hdsl.lower.rfactor import apply_rfactor
+from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, func_schedules,
@@ -46,6 +47,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
     defs = inline_definitions(funcs, inlined)
     # rfactor adds intermediate Funcs (after inlining, so they see inlined definitions)
     funcs = apply_rfactor(funcs, defs, scheds)
+    # tile_iir replaces filters by the Funcs of their tiled form
+    funcs = apply_tile_iir(funcs, defs, scheds)
     lb = LoopBuilder(defs, scheds, p.outputs)
     stmt: Stmt = Block(())
     # outputs: consumers first, so that each output's production precedes its consumers'
@@ -63,7 +66,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
         site = None
         if level.kind == "at":
             g, v = level.func, level.var
-            for stage in range(1 + len(g.updates)):
+            for stage in range(1 + len(defs[id(g)].updates if id(g) in defs else g.updates)):
                 for loop in find_loop_var(stmt, f"{g.name}.s{stage}.", v):
                     site = loop
                     break
