@@ -90,7 +90,7 @@ def header(p: Pipeline, name: str) -> str:
         signature(p, name) + ";", "",
         f"/* The message for the last error {name} returned on this thread (\"\" if none). */",
         f"const char *{name}_error_message(void);", "",
-        f"/* The pipeline's arguments in call order; *count receives how many. */",
+        "/* The pipeline's arguments in call order; *count receives how many. */",
         f"const struct hdsl_argument *{name}_arguments(int *count);", "",
         "#ifdef __cplusplus", "}", "#endif", f"#endif  /* {guard} */", ""])
 

@@ -74,7 +74,7 @@ def coerce_literal(lit: Const, t: Type, operand: int | None = None) -> Expr:
         wrapped = convert_scalar(t, lit.value)
         raise TypeRuleError(
             f"integer constant {lit.value} does not fit in {t}: it would become {wrapped}",
-            f"cast the other operand to a wider type, e.g. i32(...)", operand)
+            "cast the other operand to a wider type, e.g. i32(...)", operand)
     return Const(t, int(lit.value) if not t.is_bool() else bool(lit.value))
 
 

@@ -130,6 +130,40 @@ class Let(Expr):
         return ("let", self.name, self.type)
 
 
+def own_exprs(s: Stmt) -> list[Expr]:
+    """The expressions a statement holds itself (not those of the statements inside it)."""
+    if isinstance(s, For):
+        return [s.min, s.extent]
+    if isinstance(s, LetStmt):
+        return [s.value]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Provide):
+        return list(s.args) + list(s.values)
+    if isinstance(s, Realize):
+        return [e for b in s.bounds for e in b]
+    if isinstance(s, Store):
+        return [s.index, s.value]
+    if isinstance(s, Allocate):
+        return [s.size]
+    if isinstance(s, Assert):
+        return [s.cond, *s.info]
+    if isinstance(s, Evaluate):
+        return [s.value]
+    return []
+
+
+def children(s: Stmt) -> list[Stmt]:
+    """The statements directly inside s."""
+    if isinstance(s, Block):
+        return list(s.stmts)
+    if isinstance(s, (LetStmt, Realize, For, Allocate)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
+    return []
+
+
 def block(*stmts) -> Stmt:
     flat = []
     for s in stmts:

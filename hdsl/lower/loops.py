@@ -17,7 +17,7 @@ from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block
+from hdsl.ir.stmt import Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children, own_exprs
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.inline import Definitions
 from hdsl.lower.symbolic import box_of, expr_bounds
@@ -455,28 +455,7 @@ def _reads(e: Expr, f: Func) -> bool:
     return any(isinstance(n, FuncCall) and n.func is f for n in walk(e))
 
 
-def _own_exprs(s: Stmt) -> list[Expr]:
-    if isinstance(s, For):
-        return [s.min, s.extent]
-    if isinstance(s, LetStmt):
-        return [s.value]
-    if isinstance(s, IfThenElse):
-        return [s.cond]
-    if isinstance(s, Provide):
-        return list(s.args) + list(s.values)
-    if isinstance(s, Realize):
-        return [e for b in s.bounds for e in b]
-    return []
-
-
-def _children(s: Stmt) -> list[Stmt]:
-    if isinstance(s, Block):
-        return list(s.stmts)
-    if isinstance(s, (LetStmt, Realize, For)):
-        return [s.body]
-    if isinstance(s, IfThenElse):
-        return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
-    return []
+_own_exprs, _children = own_exprs, children
 
 
 def stmt_reads(s: Stmt, f: Func) -> bool:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from hdsl.ir.expr import BinOp, Const, Expr, Var, intern, walk
 from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Stmt, Store,
+                          children, own_exprs)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
@@ -52,32 +53,7 @@ def _names(e: Expr) -> set:
     return {n.name for n in walk(e) if isinstance(n, Var)}
 
 
-def _exprs(s: Stmt) -> list[Expr]:
-    if isinstance(s, For):
-        return [s.min, s.extent]
-    if isinstance(s, LetStmt):
-        return [s.value]
-    if isinstance(s, IfThenElse):
-        return [s.cond]
-    if isinstance(s, Store):
-        return [s.index, s.value]
-    if isinstance(s, Allocate):
-        return [s.size]
-    if isinstance(s, Assert):
-        return [s.cond, *s.info]
-    if isinstance(s, Evaluate):
-        return [s.value]
-    return []
-
-
-def _kids(s: Stmt) -> list[Stmt]:
-    if isinstance(s, Block):
-        return list(s.stmts)
-    if isinstance(s, (For, LetStmt, Allocate)):
-        return [s.body]
-    if isinstance(s, IfThenElse):
-        return [s.then] + ([s.otherwise] if s.otherwise is not None else [])
-    return []
+_exprs, _kids = own_exprs, children
 
 
 def _has_vector_loop(s: Stmt) -> bool:
@@ -353,4 +329,4 @@ def _rebuild(s: Stmt, kids: list[Stmt]) -> Stmt:
     return s
 
 
-__all__ = ["partition_loops", "Load"]
+__all__ = ["partition_loops"]
