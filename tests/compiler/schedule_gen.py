@@ -501,6 +501,10 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=())
                 st.random_directive(ch, directives)
             out.lines += [f"{st.prefix()}.{d}" for d in st.lines]
         stages[id(f)] = sts
+        iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
+        if iir_dims and "tile_iir" not in exclude and ch.bool(40):
+            # the tiled filters replace their update stages (their directives are dropped)
+            out.lines.append(f"{inf.sname}.tile_iir({f.args[ch.choice(iir_dims)]}, {ch.int(2, 9)})")
         if lv.kind == "root" and not inf.is_output:
             out.lines.append(f"{inf.sname}.compute_root()")
         elif lv.kind == "at":

@@ -78,3 +78,29 @@ def test_integer_filters_are_exact(w):
         z[i] = -2 * z[i] + (7 * z[i + 1] if i + 1 <= w - 2 else 0)
         z[i] = (z[i] + 2**31) % 2**32 - 2**31
     assert np.array_equal(ref, z.astype(np.int32))
+
+
+def test_a_producer_computed_inside_the_filtered_func_moves_to_the_root():
+    """c.compute_at(rf, x): after tile_iir, rf's pure definition (which read c) belongs to a
+    new Func, so c is computed at the root instead (was an InternalError, unbound variable)."""
+    text = """
+pipeline iir_at
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    c = repeat_edge(img)
+    rf(x, y) = c(x, y) * 2.0f
+    rf.iir(+x, 0..img.width, 0.5f, [0.5f])
+    out(x, y) = rf(x, y)
+}
+schedule s {
+    out.tile(x, y, t1, t2, 2, 2)
+    rf.compute_root().tile_iir(x, 2)
+    c.compute_at(rf, x)
+}
+"""
+    p = hdsl.loads(text, "iir_at.hl")
+    for h, w in ((1, 1), (3, 5), (8, 9)):
+        img = np.random.RandomState(w).rand(h, w).astype(np.float32)
+        np.testing.assert_allclose(p.compile("host", schedule="s")(img=img), p(img=img), rtol=1e-5, atol=1e-6)
