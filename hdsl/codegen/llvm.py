@@ -54,6 +54,10 @@ def _c(t: Type, v) -> ir.Constant:
     return ir.Constant(lt, int(v) & ((1 << t.bits) - 1))
 
 
+# allocations up to this many bytes are made on the stack (the pool's threads have 8 MiB)
+STACK_ALLOCATION_LIMIT = 64 * 1024
+
+
 class Ramp:
     """The vector <base, base + stride, …, base + (lanes - 1) * stride> of a vectorized loop's index.
     `stride` is a Python int, or a scalar LLVM value of base's type (a buffer's run-time stride)."""
@@ -225,16 +229,33 @@ class CodeGen:
         elif isinstance(s, Allocate):
             size = b.mul(self.expr(st, s.size), ir.Constant(I64T, max(1, s.type.bits // 8)))
             size = b.select(b.icmp_signed(">", size, ir.Constant(I64T, 0)), size, ir.Constant(I64T, 1))
-            # 64-byte alignment so dense vector loads and stores line up
-            mem = b.call(self.decl("aligned_alloc", PTR, [I64T, I64T]),
-                         [ir.Constant(I64T, 64), b.and_(b.add(size, ir.Constant(I64T, 63)), ir.Constant(I64T, -64))])
+            rounded = b.and_(b.add(size, ir.Constant(I64T, 63)), ir.Constant(I64T, -64))
+            # small buffers (a tile's intermediate, allocated once per tile) live on the
+            # stack, between a stack save and restore so a loop does not grow it; larger
+            # ones on the heap. Either way 64-byte aligned for dense vector loads and stores.
+            small = b.icmp_unsigned("<=", size, ir.Constant(I64T, STACK_ALLOCATION_LIMIT))
+            saved = b.call(self.decl("llvm.stacksave.p0", PTR, []), [])
+            with b.if_else(small, likely=True) as (then, other):
+                with then:
+                    raw = b.alloca(I8T, size=b.add(rounded, ir.Constant(I64T, 64)))
+                    addr = b.and_(b.add(b.ptrtoint(raw, I64T), ir.Constant(I64T, 63)), ir.Constant(I64T, -64))
+                    on_stack = b.inttoptr(addr, PTR)
+                    stack_block = b.block
+                with other:
+                    on_heap = b.call(self.decl("aligned_alloc", PTR, [I64T, I64T]), [ir.Constant(I64T, 64), rounded])
+                    heap_block = b.block
+            mem = b.phi(PTR)
+            mem.add_incoming(on_stack, stack_block)
+            mem.add_incoming(on_heap, heap_block)
             ok = b.icmp_unsigned("!=", mem, ir.Constant(PTR, None))
             with b.if_then(b.not_(ok), likely=False):
                 b.ret(ir.Constant(I32T, 4))          # out of memory
             old = st.syms.get(s.name)
             st.syms[s.name] = (mem, None)
             self.stmt(st, s.body)
-            b.call(self.decl("free", ir.VoidType(), [PTR]), [mem])
+            with b.if_then(b.not_(small)):
+                b.call(self.decl("free", ir.VoidType(), [PTR]), [mem])
+            b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
             if old is None:
                 del st.syms[s.name]
             else:

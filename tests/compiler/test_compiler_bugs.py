@@ -373,3 +373,37 @@ def test_a_long_chain_of_root_stages_compiles():
     for _ in range(59):
         ref = ref * np.float32(0.5) + np.float32(1.0)
     assert np.array_equal(got, ref)
+
+
+def test_per_iteration_allocations_do_not_grow_the_stack():
+    """f computed (and allocated) per pixel of out: 360000 small allocations on the stack, each
+    released before the next (stacksave/stackrestore); a leak would overflow the 8 MiB stack.
+    A 512 x 64 i32 tile (128 KiB) goes to the heap. In a subprocess, so a crash is a failure."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import numpy as np, hdsl
+        p = hdsl.loads('''
+        pipeline per_pixel
+        input  img: i32[2]
+        output out: i32[2]
+        algorithm {
+            f(x, y) = img(x, y) * 2
+            g(x, y) = img(x, y) + 1
+            out(x, y) = f(x, y) + g(x, y)
+        }
+        schedule s {
+            out.tile(x, y, xi, yi, 512, 64)
+            f.compute_at(out, xi)
+            g.compute_at(out, x)
+        }
+        ''', "per_pixel.hl")
+        img = (np.arange(600 * 600).reshape(600, 600) % 7).astype(np.int32)
+        r = p.compile("host", schedule="s")(img=img)
+        assert np.array_equal(r, img * 3 + 1)
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", \
+        f"exit {r.returncode} (-11: SIGSEGV)\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}"
