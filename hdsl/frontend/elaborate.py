@@ -574,6 +574,9 @@ class Elaborator:
             if isinstance(v, PoisonVal):
                 raise Poisoned()
             if v is None or isinstance(v, OutputSlot):
+                if node.id in BUILTINS or node.id in BOUNDARY_FNS or node.id in KEYWORDS:
+                    # later uses of the name say nothing more (they would be about the built-in)
+                    scope.define(node.id, PoisonVal(node.id))
                 if node.id in BUILTINS or node.id in BOUNDARY_FNS:
                     self.error(f"'{node.id}' is a built-in and cannot be defined", node.span, "choose another name")
                 if node.id in KEYWORDS:
