@@ -50,17 +50,20 @@ def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict
         new = _rewrite(f, sizes, defs, scheds)
         at = out.index(f)
         out[at:at] = new
-        # a producer computed or stored inside f that f itself no longer reads (its reads
-        # moved to the new Funcs) is computed at the root instead: always valid
-        d = defs[id(f)]
-        exprs = list(d.values) + [e for u in d.updates for e in list(u.args) + list(u.values)]
+        # The new Funcs are computed at the root, so what they read must be computed there
+        # too; and a producer computed or stored inside f that f itself no longer reads (its
+        # reads moved to the new Funcs) cannot stay there. Both move to the root (always valid).
+        def reads(defn, g):
+            exprs = list(defn.values) + [e for u in defn.updates for e in list(u.args) + list(u.values)]
+            return any(isinstance(n, FuncCall) and n.func is g for e in exprs for n in walk(e))
         for g in out:
             gs = scheds.get(id(g))
-            if gs is None or g is f:
+            if gs is None or g is f or g in new:
                 continue
-            if (gs.compute.kind == "at" and gs.compute.func is f) or (gs.store.kind == "at" and gs.store.func is f):
-                if not any(isinstance(n, FuncCall) and n.func is g for e in exprs for n in walk(e)):
-                    gs.compute = gs.store = Level("root")
+            inside_f = (gs.compute.kind == "at" and gs.compute.func is f) or (gs.store.kind == "at" and gs.store.func is f)
+            placed = gs.compute.kind == "at" or gs.store.kind == "at"
+            if (inside_f and not reads(defs[id(f)], g)) or (placed and any(reads(defs[id(h)], g) for h in new)):
+                gs.compute = gs.store = Level("root")
     return out
 
 

@@ -37,7 +37,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
                  ["var", "var", "new", "new", "new", "new", "int", "int"]],
     "update": [["int"]],
     "rfactor": [["rvar", "new"]],
-    "tile_iir": [["var", "int"]],
+    "tile_iir": [["dim", "int"]],
 }
 USAGE = {
     "compute_root": "compute_root()", "compute_inline": "compute_inline()", "store_root": "store_root()",
@@ -254,6 +254,11 @@ class _Recorder:
                 el.error(f"'{name}' is not a loop of '{f.name}'" + ("" if st.stage < 0 else f".update({st.stage})")
                          + (f"; did you mean '{guess}'?" if guess else ""), a.span,
                          f"its loops are {st.display()} (innermost first)")
+            return name
+        if kind == "dim":        # a dimension of the Func (not a loop: splits do not rename it)
+            if name not in f.args:
+                el.error(f"'{name}' is not a dimension of '{f.name}'", a.span,
+                         f"its dimensions are {', '.join(f.args)}")
             return name
         if kind == "rvar":
             if name not in st.rvars:

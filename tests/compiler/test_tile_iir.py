@@ -104,3 +104,36 @@ schedule s {
     for h, w in ((1, 1), (3, 5), (8, 9)):
         img = np.random.RandomState(w).rand(h, w).astype(np.float32)
         np.testing.assert_allclose(p.compile("host", schedule="s")(img=img), p(img=img), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["split_first", "producer_in_consumer"])
+def test_tile_iir_with_other_directives(schedule):
+    """Found by the fuzzer: tile_iir names a dimension even after a split renamed its loop;
+    and a producer computed inside the output (c at out's y) that the tiled Funcs (computed
+    at the root) now read moves to the root (was InternalError: unbound variable)."""
+    text = """
+pipeline iir_mix
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    c = repeat_edge(img)
+    rf(x, y) = c(x, y)
+    rf.iir(+x, 0..img.width, 0.5f, [0.5f])
+    rf.iir(-y, 0..img.height, 0.25f, [1.1f, -0.35f])
+    out(x, y) = rf(x, y) * 2.0f
+}
+schedule split_first {
+    rf.split(x, t1, t2, 1).tile_iir(x, 2)
+    rf.compute_root()
+}
+schedule producer_in_consumer {
+    rf.parallel(y).vectorize(x, 5).tile_iir(x, 5)
+    rf.compute_at(out, x)
+    c.compute_at(out, y)
+}
+"""
+    p = hdsl.loads(text, "iir_mix.hl")
+    for h, w in ((1, 1), (5, 7), (3, 12)):
+        img = np.random.RandomState(w).rand(h, w).astype(np.float32)
+        np.testing.assert_allclose(p.compile("host", schedule=schedule)(img=img), p(img=img), rtol=1e-5, atol=1e-6)
