@@ -375,27 +375,53 @@ class CodeGen:
             v.add_incoming(v_dense, dense_block)
             v.add_incoming(v_gather, gather_block)
         elif mask is None and not isinstance(idx, Ramp):
-            # an index that is dense at run time (a clamp that did not bite, say) is loaded
-            # densely; only the rest pays for a gather
-            iv = idx
-            first = b.extract_element(iv, ir.Constant(I32T, 0))
-            steps = ir.Constant(iv.type, list(range(lanes)))
-            dense = b.call(self.decl(f"llvm.vector.reduce.and.{_suffix(ir.VectorType(I1T, lanes))}", I1T,
-                                     [ir.VectorType(I1T, lanes)]),
-                           [b.icmp_signed("==", iv, b.add(self.splat(st, first, lanes), steps))])
-            with b.if_else(dense, likely=True) as (then, other):
-                with then:
-                    v_dense = b.load(b.gep(base, [first], source_etype=mt), typ=vt, align=max(1, t.bits // 8))
-                    dense_block = b.block
-                with other:
-                    v_gather = self.gather(st, base, iv, t, vt, None)
-                    gather_block = b.block
-            v = b.phi(vt)
-            v.add_incoming(v_dense, dense_block)
-            v.add_incoming(v_gather, gather_block)
+            v = self.patterned_load(st, base, idx, t, vt)
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
         return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+
+    def patterned_load(self, st: _Fn, base, iv, t: Type, vt):
+        """A load at a vector of indices that, at run time, is often `first + P` for a known
+        pattern P: dense (a clamp that did not bite), half rate (`f(x / 2)`, upsampling and
+        Bayer interleaving, both phases) or a broadcast. Each is checked in turn and loaded
+        as exactly the span it covers (then shuffled); anything else is a gather."""
+        b = st.b
+        lanes = vt.count
+        mt = vt.element
+        align = max(1, t.bits // 8)
+        patterns = [list(range(lanes)), [i // 2 for i in range(lanes)], [(i + 1) // 2 for i in range(lanes)],
+                    [0] * lanes]
+        first = b.extract_element(iv, ir.Constant(I32T, 0))
+        splat_first = self.splat(st, first, lanes)
+        reduce_and = self.decl(f"llvm.vector.reduce.and.{_suffix(ir.VectorType(I1T, lanes))}", I1T,
+                               [ir.VectorType(I1T, lanes)])
+        merge = st.fn.append_basic_block()
+        incoming = []
+        ptr = b.gep(base, [first], source_etype=mt)
+        for pat in patterns:
+            ok = b.call(reduce_and, [b.icmp_signed("==", iv, b.add(splat_first, ir.Constant(iv.type, pat)))])
+            hit, miss = st.fn.append_basic_block(), st.fn.append_basic_block()
+            b.cbranch(ok, hit, miss)
+            b.position_at_end(hit)
+            span = max(pat) + 1
+            if span == lanes:
+                v = b.load(ptr, typ=vt, align=align)
+            elif span == 1:
+                v = self.splat(st, b.load(ptr, typ=mt, align=align), lanes)
+            else:
+                wide = b.load(ptr, typ=ir.VectorType(mt, span), align=align)
+                v = b.shuffle_vector(wide, ir.Constant(ir.VectorType(mt, span), ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32T, lanes), pat))
+            incoming.append((v, b.block))
+            b.branch(merge)
+            b.position_at_end(miss)
+        incoming.append((self.gather(st, base, iv, t, vt, None), b.block))
+        b.branch(merge)
+        b.position_at_end(merge)
+        v = b.phi(vt)
+        for val, block in incoming:
+            v.add_incoming(val, block)
+        return v
 
     def gather(self, st: _Fn, base, idx, t: Type, vt, mask):
         b = st.b

@@ -225,3 +225,28 @@ def test_strided_loads_are_shuffles_and_transposes_use_the_run_time_stride():
         assert np.array_equal(got[0], img[:, 0:2 * n:2] + img[:, 1:2 * n:2])
         assert np.array_equal(got[1], img[:, 2:3 * n:3])
         assert np.array_equal(got[2], img[:h, :n].T)
+
+
+HALF = """
+pipeline half
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    out(x, y) = img(x / 2, y) * 100 + img((x + 1) / 2, y) * 10 + img(x / 8, y)
+}
+schedule s { out.vectorize(x, 8) }
+"""
+
+
+def test_half_rate_and_broadcast_indices_load_their_span():
+    """img(x / 2) and img((x + 1) / 2) over 8 lanes index 4 and 5 consecutive elements, and
+    img(x / 8) one: checked at run time and loaded as exactly that span, else gathered."""
+    p = hdsl.loads(HALF, "half.hl")
+    ir = str(generate(p.ir, lower(p.ir, "s").stmt, "half"))
+    assert "load <4 x i32>" in ir and "load <5 x i32>" in ir
+    c = p.compile("host", schedule="s")
+    img = np.random.RandomState(2).randint(-50, 50, (3, 40)).astype(np.int32)
+    for w in (1, 7, 8, 9, 16, 31, 79):
+        x = np.arange(w)
+        expected = img[:, x // 2] * 100 + img[:, (x + 1) // 2] * 10 + img[:, x // 8]
+        assert np.array_equal(c.realize((w, 3), img=img), expected)
