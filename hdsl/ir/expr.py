@@ -276,6 +276,107 @@ def intern_tree(e: Expr, memo: dict | None = None) -> Expr:
 def clear_interned() -> None:
     _INTERN.clear()
     _CANON.clear()
+    _FREE.clear()
+    _SIMPLIFIED.clear()
+    _CALLED.clear()
+
+
+# Per-lowering caches keyed by canonical (interned) nodes, which live until clear_interned:
+# the names of the Vars an expression mentions, and an expression's simplified form.
+_FREE: dict[int, frozenset] = {}
+_SIMPLIFIED: dict[int, "Expr"] = {}
+_EMPTY: frozenset = frozenset()
+
+
+_CALLED: dict[int, frozenset] = {}
+
+
+def called(e: Expr) -> frozenset:
+    """ids of the Funcs and input buffers that e calls (cached like free_vars)."""
+    hit = _CALLED.get(id(e))
+    if hit is not None:
+        return hit
+    local: dict[int, frozenset] = {}
+
+    def go(n: Expr) -> frozenset:
+        r = _CALLED.get(id(n))
+        if r is None:
+            r = local.get(id(n))
+        if r is not None:
+            return r
+        kids = n.children()
+        parts = [go(k) for k in kids]
+        nonempty = [p for p in parts if p]
+        own = id(n.func) if isinstance(n, FuncCall) else id(n.buffer) if isinstance(n, InputCall) else None
+        if own is not None:
+            nonempty.append(frozenset((own,)))
+        r = _EMPTY if not nonempty else nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty)
+        if id(n) in _CANON:
+            _CALLED[id(n)] = r
+        else:
+            local[id(n)] = r
+        return r
+    return go(e)
+
+
+def subst_vars(e: Expr, mapping: dict) -> Expr:
+    """e with the Vars named in mapping replaced; subtrees that mention none are kept as they are."""
+    keys = frozenset(mapping)
+    memo: dict[int, tuple] = {}
+
+    def go(n: Expr) -> Expr:
+        if not (free_vars(n) & keys):
+            return n
+        r = memo.get(id(n))
+        if r is not None:
+            return r[1]
+        if isinstance(n, Var):
+            out = mapping[n.name]
+        else:
+            kids = n.children()
+            new = [go(k) for k in kids]
+            out = n if all(a is b for a, b in zip(new, kids)) else rebuild(n, new)
+        out = intern(out)
+        memo[id(n)] = (n, out)
+        return out
+    return go(e)
+
+
+def is_canonical(e: Expr) -> bool:
+    return id(e) in _CANON
+
+
+def free_vars(e: Expr) -> frozenset:
+    """The names of the Vars in e (cached for interned expressions, which share subtrees)."""
+    hit = _FREE.get(id(e))
+    if hit is not None:
+        return hit
+    local: dict[int, frozenset] = {}
+
+    def go(n: Expr) -> frozenset:
+        r = _FREE.get(id(n))
+        if r is None:
+            r = local.get(id(n))
+        if r is not None:
+            return r
+        if isinstance(n, Var):
+            r = frozenset((n.name,))
+        else:
+            kids = n.children()
+            if not kids:
+                r = _EMPTY
+            elif len(kids) == 1:
+                r = go(kids[0])
+            else:
+                parts = [go(k) for k in kids]
+                nonempty = [p for p in parts if p]
+                r = _EMPTY if not nonempty else nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty)
+        if id(n) in _CANON:
+            _FREE[id(n)] = r
+        else:
+            local[id(n)] = r
+        return r
+    return go(e)
 
 
 def const(t: Type, v) -> Const:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hdsl.ir.expr import BinOp, Cast, Const, Expr, Select, Var, intern, rebuild
+from hdsl.ir.expr import _SIMPLIFIED, BinOp, Cast, Const, Expr, Select, Var, intern, is_canonical, rebuild
 from hdsl.ir.types import I32
 
 
@@ -65,8 +65,15 @@ def simplify(e: Expr, memo: dict | None = None) -> Expr:
     hit = memo.get(id(e))
     if hit is not None:
         return hit[1]
+    canon = is_canonical(e)
+    if canon:
+        done = _SIMPLIFIED.get(id(e))
+        if done is not None:
+            return done
     out = intern(_simplify_node(e, memo))
     memo[id(e)] = (e, out)
+    if canon:
+        _SIMPLIFIED[id(e)] = out
     return out
 
 

@@ -27,7 +27,7 @@ original does. The prologue and epilogue are left as they were.
 """
 from __future__ import annotations
 
-from hdsl.ir.expr import BinOp, Const, Expr, Var, intern, walk
+from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, intern, subst_vars, walk
 from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Stmt, Store,
                           children, own_exprs)
@@ -49,8 +49,8 @@ def _b(op, a, b) -> Expr:
     return simplify(BinOp(op, a, b, I32))
 
 
-def _names(e: Expr) -> set:
-    return {n.name for n in walk(e) if isinstance(n, Var)}
+def _names(e: Expr) -> frozenset:
+    return free_vars(e)
 
 
 _exprs, _kids = own_exprs, children
@@ -248,8 +248,7 @@ class _Partitioner:
 
 
 def _subst_var(e: Expr, name: str, value: Expr) -> Expr:
-    from hdsl.ir.expr import substitute
-    return substitute(e, lambda n: value if isinstance(n, Var) and n.name == name else None)
+    return subst_vars(e, {name: value})
 
 
 def _replace(e: Expr, repl: dict, memo: dict) -> Expr:

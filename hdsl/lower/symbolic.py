@@ -9,7 +9,7 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 from __future__ import annotations
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
-                          Select, Unary, Var, intern, substitute, walk)
+                          Select, Unary, Var, called, free_vars, intern, subst_vars, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
 from hdsl.ir.types import BOOL, I32
@@ -366,6 +366,8 @@ def _union(a: "_Box | None", b: "_Box | None"):
 
 def _calls_box(e: Expr, target, dims, scope):
     box = None
+    if id(target) not in called(e):
+        return None
     for n in walk(e):
         if (isinstance(n, FuncCall) and n.func is target) or (isinstance(n, InputCall) and n.buffer is target):
             if box is None:
@@ -383,7 +385,7 @@ def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = Non
         if not _mentions(e, name):
             return e
         if exact is not None:
-            return simplify(substitute(e, lambda n: exact if isinstance(n, Var) and n.name == name else None))
+            return simplify(subst_vars(e, {name: exact}))
         lo, hi = expr_bounds(e, {name: interval})
         return lo if lower else hi
     out = _Box(len(box._lo))
@@ -397,7 +399,7 @@ def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = Non
 
 
 def _mentions(e: Expr, name: str) -> bool:
-    return any(isinstance(n, Var) and n.name == name for n in walk(e))
+    return name in free_vars(e)
 
 
 def _walk(s: Stmt, target, dims, scope, reads, writes):
