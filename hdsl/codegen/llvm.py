@@ -374,7 +374,7 @@ class CodeGen:
             v = b.phi(vt)
             v.add_incoming(v_dense, dense_block)
             v.add_incoming(v_gather, gather_block)
-        elif mask is None and not isinstance(idx, Ramp):
+        elif mask is None and not isinstance(idx, Ramp) and not _data_dependent(e.index):
             v = self.patterned_load(st, base, idx, t, vt)
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
@@ -1001,6 +1001,11 @@ class CodeGen:
         g.linkage = "internal"
         g.initializer = ir.Constant(ir.ArrayType(I8T, len(data)), data)
         return g
+
+
+def _data_dependent(e: Expr) -> bool:
+    """Does an index read memory (a look-up table)? Then no pattern is worth checking for."""
+    return any(isinstance(n, Load) for n in walk(e))
 
 
 def _const_int(e: Expr) -> int | None:
