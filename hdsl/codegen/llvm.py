@@ -21,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
-from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, free_vars, walk
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
@@ -196,7 +196,7 @@ class CodeGen:
             if s.kind == "parallel" and st.lanes is None:
                 self.parallel_for(st, s)
             elif s.kind == "vectorized" and st.lanes is None and _const_int(s.extent) is not None \
-                    and 2 <= _const_int(s.extent) <= 64 and _vectorizable(s.body):
+                    and 2 <= _const_int(s.extent) <= 64 and _vectorizable(s.body, frozenset((s.var,))):
                 self.vector_for(st, s, _const_int(s.extent))
             elif s.kind == "unrolled" and st.lanes is None and _const_int(s.extent) is not None \
                     and _const_int(s.extent) <= 64:
@@ -1023,16 +1023,23 @@ def _const_of(v) -> int | None:
     return None
 
 
-def _vectorizable(s: Stmt) -> bool:
-    """Statements a vectorized loop's body may hold (anything else runs serially)."""
+def _vectorizable(s: Stmt, lane: frozenset = frozenset()) -> bool:
+    """Statements a vectorized loop's body may hold (anything else runs serially). A serial
+    loop inside is kept, with a vector body, when its bounds are the same in every lane:
+    lanes are independent, so `for x in lanes: for c: body` may run as `for c: body(lanes)`
+    (Halide does the same)."""
     if isinstance(s, Block):
-        return all(_vectorizable(x) for x in s.stmts)
+        return all(_vectorizable(x, lane) for x in s.stmts)
     if isinstance(s, LetStmt):
-        return _vector_expr_ok(s.value) and _vectorizable(s.body)
+        inner = lane | {s.name} if free_vars(s.value) & lane else lane
+        return _vector_expr_ok(s.value) and _vectorizable(s.body, inner)
     if isinstance(s, IfThenElse):
-        return _vector_expr_ok(s.cond) and _vectorizable(s.then) and (s.otherwise is None or _vectorizable(s.otherwise))
+        return _vector_expr_ok(s.cond) and _vectorizable(s.then, lane) and \
+            (s.otherwise is None or _vectorizable(s.otherwise, lane))
     if isinstance(s, Store):
         return _vector_expr_ok(s.index) and _vector_expr_ok(s.value)
+    if isinstance(s, For) and s.kind in ("serial", "unrolled"):
+        return not ((free_vars(s.min) | free_vars(s.extent)) & lane) and _vectorizable(s.body, lane)
     return False
 
 

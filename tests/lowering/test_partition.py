@@ -250,3 +250,22 @@ def test_half_rate_and_broadcast_indices_load_their_span():
         x = np.arange(w)
         expected = img[:, x // 2] * 100 + img[:, (x + 1) // 2] * 10 + img[:, x // 8]
         assert np.array_equal(c.realize((w, 3), img=img), expected)
+
+
+def test_vector_loop_around_a_serial_channel_loop_stays_vector():
+    """out.reorder(c, x, y).vectorize(x, 8): the channel loop inside the vector loop runs
+    serially with a vector body (lanes are independent), instead of the whole loop scalar."""
+    text = """
+pipeline chans
+input  img: u8[3]
+output out: u16[3]
+algorithm { out(x, y, c) = u16(img(x, y, c)) * u16(c + 1) + u16(x) }
+schedule s { out.reorder(c, x, y).vectorize(x, 8) }
+"""
+    p = hdsl.loads(text, "chans.hl")
+    ir = str(generate(p.ir, lower(p.ir, "s").stmt, "chans"))
+    assert "store <8 x i16>" in ir
+    img = np.random.RandomState(4).randint(0, 255, (5, 19, 3)).astype(np.uint8)
+    got = p.compile("host", schedule="s")(img=img)
+    expected = img.astype(np.uint16) * np.array([1, 2, 3], np.uint16) + np.arange(19, dtype=np.uint16)[None, :, None]
+    assert np.array_equal(got, expected)
