@@ -325,9 +325,14 @@ class CodeGen:
         b = st.b
         n = idx.type.count
         idx = self._widen(st, idx, I32 if idx.type.element.width < 64 else I64)
-        size = ir.Constant(ir.VectorType(I64T, n), [max(1, t.bits // 8)] * n)
-        addr = b.add(self.splat(st, b.ptrtoint(base, I64T), n), b.mul(idx, size))
-        return b.inttoptr(addr, ir.VectorType(PTR, n))
+        # `getelementptr T, ptr base, <n x i64> idx` (a scalar base and vector offsets, which
+        # the x86 back end folds into the gather's base + index * scale addressing); llvmlite
+        # types a GEP by its pointer operand, so the vector result type is set by hand
+        gep = ir.instructions.GEPInstr(b.block, base, [idx], inbounds=False, name="",
+                                       source_etype=llvm_type(t, True))
+        gep.type = ir.VectorType(PTR, n)
+        b._insert(gep)
+        return gep
 
     def load(self, st: _Fn, e: Load):
         b = st.b
