@@ -407,3 +407,36 @@ def test_per_iteration_allocations_do_not_grow_the_stack():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", \
         f"exit {r.returncode} (-11: SIGSEGV)\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}"
+
+
+def test_llvm_slp_vectorizer_assertion_is_avoided():
+    """This fuzzer schedule made LLVM's SLP vectorizer fail an internal assertion and abort the
+    process (llvmlite's LLVM is built with assertions). hdsl vectorizes explicitly, so the SLP
+    pass is off. In a subprocess: an abort must show as a failure, not kill the test run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    block = """schedule fuzz {
+    lp[0].compute_at(out, x)
+    up[0].compute_root()
+    up[1].split(y, t1, t2, 1)
+    up[1].reorder(x, t2, t1)
+    up[1].compute_at(up[0], x)
+    gp[2].fuse(x, y, t1)
+    gp[2].compute_at(up[1], t2)
+    gp[2].dx.unroll(x, 1)
+    gp[2].dx.compute_root()
+    gp[1].compute_root()
+    gp[1].dx.tile(x, y, t1, t2, 8, 4)
+    gp[1].dx.fuse(y, t2, t3)
+    gp[1].dx.vectorize(t3, 5)
+    gp[1].dx.compute_at(gp[1], x)
+    gp[0].compute_root()
+    c.parallel(_0, 7)
+    c.compute_at(gp[0], x)
+}"""
+    repro = Path(__file__).with_name("repro.py")
+    r = subprocess.run([sys.executable, str(repro), "pyramid", "1", "4", "1", block],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "same as the evaluator" in r.stdout, \
+        f"exit {r.returncode}\nstdout: {r.stdout[-1000:]}\nstderr: {r.stderr[-2000:]}"
