@@ -19,6 +19,8 @@ from pathlib import Path
 from hdsl.diagnostics import HdslError
 from hdsl.ir.func import Pipeline
 
+# the thread pool runtime's functions the generated code calls (renamed NAME__f in an object)
+RUNTIME_FUNCTIONS = ("parallel_for", "num_threads", "malloc", "free")
 EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html")
 
 
@@ -91,7 +93,7 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         (tmp / "code.o").write_bytes(tm.emit_object(mod))
         (tmp / "wrapper.c").write_text(wrapper(p, name, impl))
         runtime = Path(__file__).resolve().parent / "runtime" / "thread_pool.c"
-        renames = [f"-Dhdsl_parallel_for={name}__parallel_for", f"-Dhdsl_num_threads={name}__num_threads"]
+        renames = [f"-Dhdsl_{f}={name}__{f}" for f in RUNTIME_FUNCTIONS]
         _run([cc, "-O2", "-fPIC", "-c", "-I", str(out), "-o", str(tmp / "wrapper.o"), str(tmp / "wrapper.c")],
              "compile the C wrapper")
         _run([cc, "-O2", "-fPIC", "-pthread", "-c", *renames, "-o", str(tmp / "pool.o"), str(runtime)],
@@ -99,8 +101,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         obj = tmp / f"{name}.o"
         _run(["ld", "-r", "-o", str(obj), str(tmp / "code.o"), str(tmp / "wrapper.o"), str(tmp / "pool.o")],
              "link the object")
-        _run(["objcopy", f"--localize-symbol={impl}", f"--localize-symbol={name}__parallel_for",
-              f"--localize-symbol={name}__num_threads", str(obj)], "hide internal symbols")
+        _run(["objcopy", f"--localize-symbol={impl}", *[f"--localize-symbol={name}__{f}" for f in RUNTIME_FUNCTIONS],
+              str(obj)], "hide internal symbols")
         if "o" in emit:
             written["o"] = out / f"{name}.o"
             shutil.copyfile(obj, written["o"])

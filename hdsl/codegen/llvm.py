@@ -242,7 +242,7 @@ class CodeGen:
                     on_stack = b.inttoptr(addr, PTR)
                     stack_block = b.block
                 with other:
-                    on_heap = b.call(self.decl("aligned_alloc", PTR, [I64T, I64T]), [ir.Constant(I64T, 64), rounded])
+                    on_heap = b.call(self.decl(f"{self.runtime_prefix}_malloc", PTR, [I64T]), [rounded])
                     heap_block = b.block
             mem = b.phi(PTR)
             mem.add_incoming(on_stack, stack_block)
@@ -254,7 +254,7 @@ class CodeGen:
             st.syms[s.name] = (mem, None)
             self.stmt(st, s.body)
             with b.if_then(b.not_(small)):
-                b.call(self.decl("free", ir.VoidType(), [PTR]), [mem])
+                b.call(self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR]), [mem])
             b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
             if old is None:
                 del st.syms[s.name]

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef int32_t (*hdsl_task)(void *closure, int32_t i);
@@ -126,4 +127,72 @@ int32_t hdsl_parallel_for(hdsl_task task, void *closure, int32_t min, int32_t ex
     pthread_mutex_unlock(&lock);
     pthread_mutex_unlock(&submit);
     return j.result;
+}
+
+/* Storage for Funcs computed at the root: hdsl_malloc(bytes) returns 64-byte aligned
+ * memory and hdsl_free gives it back. Large blocks (1 MiB or more) are kept in a small
+ * cache, up to HDSL_ALLOC_CACHE_MB in all (default 256), and handed out again to a request
+ * of at least half their size: a pipeline run again and again then reuses pages already
+ * mapped instead of faulting (and zeroing) fresh ones on every run. */
+#define CACHE_SLOTS 32
+#define HEADER 64
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *cache_ptr[CACHE_SLOTS];
+static size_t cache_cap[CACHE_SLOTS];
+static size_t cached_bytes = 0;
+static size_t cache_limit = (size_t)-1;
+
+static size_t limit(void) {
+    if (cache_limit == (size_t)-1) {
+        const char *env = getenv("HDSL_ALLOC_CACHE_MB");
+        long mb = env ? strtol(env, NULL, 10) : 256;
+        cache_limit = mb > 0 ? (size_t)mb << 20 : 0;
+    }
+    return cache_limit;
+}
+
+void *hdsl_malloc(int64_t bytes) {
+    size_t need = ((size_t)(bytes > 0 ? bytes : 1) + 63) & ~(size_t)63;
+    if (need >= (1u << 20)) {
+        pthread_mutex_lock(&cache_lock);
+        int best = -1;
+        for (int i = 0; i < CACHE_SLOTS; i++)
+            if (cache_ptr[i] && cache_cap[i] >= need && cache_cap[i] / 2 <= need &&
+                (best < 0 || cache_cap[i] < cache_cap[best]))
+                best = i;
+        if (best >= 0) {
+            char *raw = cache_ptr[best];
+            cached_bytes -= cache_cap[best];
+            cache_ptr[best] = NULL;
+            pthread_mutex_unlock(&cache_lock);
+            return raw + HEADER;
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    char *raw = aligned_alloc(64, need + HEADER);
+    if (!raw) return NULL;
+    memcpy(raw, &need, sizeof need);
+    return raw + HEADER;
+}
+
+void hdsl_free(void *p) {
+    if (!p) return;
+    char *raw = (char *)p - HEADER;
+    size_t cap;
+    memcpy(&cap, raw, sizeof cap);
+    if (cap >= (1u << 20)) {
+        pthread_mutex_lock(&cache_lock);
+        if (cached_bytes + cap <= limit()) {
+            for (int i = 0; i < CACHE_SLOTS; i++)
+                if (!cache_ptr[i]) {
+                    cache_ptr[i] = raw;
+                    cache_cap[i] = cap;
+                    cached_bytes += cap;
+                    pthread_mutex_unlock(&cache_lock);
+                    return;
+                }
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    free(raw);
 }
