@@ -1339,6 +1339,10 @@ def realize_halide(h, t: str, x) -> np.ndarray:
     except hl.HalideError as ex:
         # Halide rejects a float division by a zero its simplifier found
         assume("Division by constant zero" not in str(ex))
+        # and, inside `select(x == 16, ... c(x) ...)`, its simplifier substitutes x = 16
+        # and bounds inference then asks for c(16), past the 8-element inputs: a Halide
+        # artifact of a branch that never runs (hdsl reads nothing there)
+        assume(not ("is accessed at" in str(ex) and "beyond the max" in str(ex)))
         raise
     return out.view(np.uint64) if t == "u64" else out
 
