@@ -1,10 +1,11 @@
 # make demo   compile examples/blur.hl (the 2012 paper's tiled schedule) and run it on a bundled image
 # make test   run the test suite
+# make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md); BENCH_QUICK=1 for small sizes
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-slow clean distclean
+.PHONY: venv demo test test-slow bench clean distclean
 
 venv: $(STAMP)
 
@@ -31,6 +32,14 @@ test: venv
 # the long sweeps (hypothesis with many examples) that `make test` runs in a small form
 test-slow: venv
 	$(PYTHON) -m pytest -n 2 -q -m slow
+
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PYTHON) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)
+	$(PYTHON) benchmarks/run.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
 
 # Build outputs and caches; keeps the virtual environment (see distclean).
 clean:

@@ -149,6 +149,71 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    """Time one pipeline on random inputs: compile cold and from the cache, then runs."""
+    import os
+    import tempfile
+
+    import hdsl
+    try:
+        size = [int(v) for v in args.size.split(",")]
+    except ValueError:
+        raise HdslError(f"--size '{args.size}' should be W,H[,C]", None) from None
+    if len(size) < 2 or any(v <= 0 for v in size):
+        raise HdslError(f"--size '{args.size}' needs a positive width and height", None)
+    p0 = hdsl.load(args.file)
+    rng = np.random.RandomState(0)
+    inputs = {}
+    for b in p0.ir.inputs:
+        shape = [size[1], size[0]] + ([size[2] if len(size) > 2 else 3] if b.dims > 2 else [])
+        shape = shape[:b.dims] if b.dims >= 2 else [size[0]]
+        dt = b.type.dtype
+        if b.type.is_float():
+            arr = rng.rand(*shape).astype(dt)
+        elif b.type.is_bool():
+            arr = rng.rand(*shape) < 0.5
+        else:
+            info = np.iinfo(dt)
+            arr = rng.randint(max(info.min, -(1 << 30)), min(info.max, 1 << 30) + 1, shape).astype(dt)
+        if arr.ndim >= 3:         # planar storage behind the (H, W, C) view: x has stride 1
+            arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0)).transpose(1, 2, 0)
+        inputs[b.name] = arr
+    with tempfile.TemporaryDirectory(prefix="hdsl-bench-") as cache:
+        old = os.environ.get("HDSL_CACHE_DIR")
+        os.environ["HDSL_CACHE_DIR"] = cache
+        try:
+            t0 = time.perf_counter()
+            p0.compile(args.target, schedule=args.schedule)
+            cold = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            c = hdsl.load(args.file).compile(args.target, schedule=args.schedule)
+            cached = time.perf_counter() - t0
+        finally:
+            if old is None:
+                del os.environ["HDSL_CACHE_DIR"]
+            else:
+                os.environ["HDSL_CACHE_DIR"] = old
+    outs = c(**inputs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    arrays = []
+    for o in outs:
+        a = np.empty(o.shape[2:3] + o.shape[:2], o.dtype).transpose(1, 2, 0) if o.ndim == 3 else np.empty_like(o)
+        arrays.append(a)
+    target = tuple(arrays) if len(arrays) > 1 else arrays[0]
+    c.realize_into(target, **inputs)
+    times = []
+    for _ in range(max(1, args.runs)):
+        t0 = time.perf_counter()
+        c.realize_into(target, **inputs)
+        times.append(time.perf_counter() - t0)
+    mp = size[0] * size[1] / 1e6
+    med = float(np.median(times))
+    print(f"{args.file}: {size[0]}x{size[1]}, target {args.target}, {len(times)} runs")
+    print(f"compile: cold {cold:.2f} s, from the cache {cached * 1e3:.1f} ms")
+    print(f"run: median {med * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms, {med * 1e3 / mp:.3f} ms per megapixel")
+    return 0
+
+
 def _type_of(dtype) -> str:
     from hdsl.ir.types import from_dtype
     try:
@@ -226,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
     co.add_argument("--emit", default="o,h", metavar="KINDS", help="comma-separated: o,so,h,ll,s,stmt,html")
     co.set_defaults(fn=cmd_compile)
+    be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
+    be.add_argument("file")
+    be.add_argument("--size", default="1024,1024", metavar="W,H[,C]")
+    be.add_argument("--target", default="host", metavar="T")
+    be.add_argument("--schedule", metavar="NAME")
+    be.add_argument("--runs", type=int, default=10, metavar="N")
+    be.set_defaults(fn=cmd_bench)
     lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
     lo.add_argument("file")
     lo.add_argument("--schedule", metavar="NAME")

@@ -1,0 +1,322 @@
+"""hdsl against Halide, OpenCV and NumPy/SciPy, measured in one process, interleaved.
+
+    python benchmarks/run.py [--quick] [--reps N] [--cases blur,gauss5,...] [--out DIR]
+
+For each case every implementation is warmed up, then run in turns (hdsl, Halide, OpenCV,
+NumPy, hdsl, Halide, ...) so that the machine's noise falls on all of them alike; each
+reports the median and minimum of its runs, ms per megapixel, its compile time (hdsl cold,
+with an empty cache, and from the cache; Halide's JIT), and the largest difference of its
+output from hdsl's. Ratios are hdsl / peer by median (below 1: hdsl is faster). Float
+cases run hdsl twice: strict (the default) and with the `fast_math` target feature, which
+allows what Halide does by default (FMA contraction, division by a constant as a
+multiplication); each ratio row says which. Writes results.json, RESULTS.md and
+results.png to --out (default: this folder). Threads: 2 for everyone (HDSL_NUM_THREADS,
+HL_NUM_THREADS, cv2.setNumThreads).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+THREADS = "2"
+os.environ.setdefault("HDSL_NUM_THREADS", THREADS)
+os.environ.setdefault("HL_NUM_THREADS", THREADS)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+import hdsl  # noqa: E402
+
+
+class Impl:
+    """One implementation of a case: run() computes into preallocated memory."""
+
+    def __init__(self, name, mode, run, output, compile_cold=None, compile_cached=None):
+        self.name, self.mode, self.run, self.output = name, mode, run, output
+        self.compile_cold, self.compile_cached = compile_cold, compile_cached
+        self.times: list[float] = []
+
+
+def hdsl_impl(path: Path, inputs: dict, out_arrays, target: str = "host", schedule=None, params=None) -> Impl:
+    """Compile cold (an empty cache), then again from the cache; run into out_arrays."""
+    with tempfile.TemporaryDirectory(prefix="hdsl-bench-cache-") as cache:
+        old = os.environ.get("HDSL_CACHE_DIR")
+        os.environ["HDSL_CACHE_DIR"] = cache
+        try:
+            t0 = time.perf_counter()
+            hdsl.load(path).compile(target, schedule=schedule)
+            cold = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            c = hdsl.load(path).compile(target, schedule=schedule)
+            cached = time.perf_counter() - t0
+        finally:
+            if old is None:
+                del os.environ["HDSL_CACHE_DIR"]
+            else:
+                os.environ["HDSL_CACHE_DIR"] = old
+    kwargs = dict(inputs, **(params or {}))
+    mode = "fast_math" if target.endswith("fast_math") else "strict"
+    return Impl("hdsl", mode, lambda: c.realize_into(out_arrays, **kwargs),
+                lambda: out_arrays, cold, cached)
+
+
+def halide_impl(peer) -> Impl:
+    return Impl("Halide", "default (FMA allowed)", peer.run, peer.output, peer.compile_s, None)
+
+
+# ------------------------------------------------------------------------- the cases
+def case_blur(quick: bool):
+    w, h = (384, 256) if quick else (3072, 2048)
+    img = (np.random.RandomState(0).rand(h, w) * 65535).astype(np.uint16)
+    out = np.empty_like(img)
+    impls = [hdsl_impl(ROOT / "examples" / "blur.hl", {"img": img}, out)]
+    import halide_peers
+    impls.append(halide_impl(halide_peers.blur(img)))
+    try:
+        import cv2
+        cv_out = np.empty_like(img)
+        impls.append(Impl("OpenCV", "cv2.blur 3x3 (rounds the mean; hdsl divides by 3 twice)",
+                          lambda: cv2.blur(img, (3, 3), dst=cv_out, borderType=cv2.BORDER_REPLICATE),
+                          lambda: cv_out))
+    except ImportError:
+        pass
+    np_out = np.empty_like(img)
+
+    def numpy_blur():
+        p = np.pad(img, 1, mode="edge")
+        bx = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) // 3           # u16 wraps as in hdsl
+        np_out[...] = (bx[:-2] + bx[1:-1] + bx[2:]) // 3
+    impls.append(Impl("NumPy", "same arithmetic", numpy_blur, lambda: np_out))
+    return dict(name="blur", what="3x3 box blur, u16, repeat_edge, tiled schedule (2012 paper Fig. 1)",
+                size=(w, h), impls=impls, float=False)
+
+
+def case_gauss5(quick: bool):
+    w = h = 512 if quick else 4096
+    img = np.random.RandomState(1).rand(h, w).astype(np.float32)
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty_like(img)
+        impls.append(hdsl_impl(HERE / "cases" / "gauss5.hl", {"img": img}, out, target))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.gauss5(img)))
+    k = np.array([1, 4, 6, 4, 1], np.float32) / 16
+    try:
+        import cv2
+        cv_out = np.empty_like(img)
+        impls.append(Impl("OpenCV", "cv2.sepFilter2D, replicated border",
+                          lambda: cv2.sepFilter2D(img, -1, k, k, dst=cv_out, borderType=cv2.BORDER_REPLICATE),
+                          lambda: cv_out))
+    except ImportError:
+        pass
+    try:
+        from scipy import ndimage
+        sp_out = np.empty_like(img)
+        tmp = np.empty_like(img)
+
+        def scipy_gauss():
+            ndimage.correlate1d(img, k, axis=1, output=tmp, mode="nearest")
+            ndimage.correlate1d(tmp, k, axis=0, output=sp_out, mode="nearest")
+        impls.append(Impl("SciPy", "ndimage.correlate1d x2", scipy_gauss, lambda: sp_out))
+    except ImportError:
+        pass
+    return dict(name="gauss5", what="separable 5-tap Gaussian, f32, repeat_edge", size=(w, h), impls=impls,
+                float=True)
+
+
+def case_iir(quick: bool):
+    w = h = 256 if quick else 2048
+    img = np.random.RandomState(2).rand(h, w).astype(np.float32)
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty_like(img)
+        impls.append(hdsl_impl(HERE / "cases" / "iir.hl", {"img": img}, out, target))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.iir(img)))
+    try:
+        from scipy import signal
+        sp_out = np.empty_like(img)
+
+        def scipy_iir():
+            b, a = [np.float32(0.5)], [np.float32(1), np.float32(-0.5)]
+            r = signal.lfilter(b, a, img, axis=1)
+            r = signal.lfilter(b, a, r[:, ::-1], axis=1)[:, ::-1]
+            r = signal.lfilter(b, a, r, axis=0)
+            sp_out[...] = signal.lfilter(b, a, r[::-1], axis=0)[::-1]
+        impls.append(Impl("SciPy", "signal.lfilter x4", scipy_iir, lambda: sp_out))
+    except ImportError:
+        pass
+    return dict(name="iir", what="first-order IIR, causal + anticausal in x and y, f32", size=(w, h),
+                impls=impls, float=True)
+
+
+def case_local_laplacian(quick: bool):
+    w, h = (320, 192) if quick else (2560, 1536)
+    planar = (np.random.RandomState(3).rand(3, h, w) * 65535).astype(np.uint16)
+    img = planar.transpose(1, 2, 0)                      # (H, W, C) view with x stride 1
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty((3, h, w), np.uint16).transpose(1, 2, 0)
+        impls.append(hdsl_impl(HERE / "cases" / "local_laplacian.hl", {"img": img}, out, target))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.local_laplacian(planar)))
+    return dict(name="local_laplacian", what="local Laplacian, 8 levels, u16 RGB (Halide's app structure)",
+                size=(w, h), impls=impls, float=True)
+
+
+CASES = {"blur": case_blur, "gauss5": case_gauss5, "iir": case_iir, "local_laplacian": case_local_laplacian}
+
+
+# ------------------------------------------------------------------------- measuring
+def measure(case: dict, reps: int, warmup: int = 2) -> dict:
+    impls = case["impls"]
+    for im in impls:
+        for _ in range(warmup):
+            im.run()
+    for _ in range(reps):
+        for im in impls:
+            t0 = time.perf_counter()
+            im.run()
+            im.times.append(time.perf_counter() - t0)
+    ref = np.asarray(impls[0].output())
+    w, h = case["size"]
+    mp = w * h / 1e6
+    rows = []
+    for im in impls:
+        got = np.asarray(im.output())
+        diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if got.shape == ref.shape \
+            else None
+        med, mn = float(np.median(im.times)) * 1e3, float(np.min(im.times)) * 1e3
+        rows.append(dict(impl=im.name, mode=im.mode, median_ms=med, min_ms=mn, ms_per_mp=med / mp,
+                         compile_cold_s=im.compile_cold, compile_cached_s=im.compile_cached,
+                         max_abs_diff_vs_hdsl=diff))
+    ratios = []
+    for r in rows:
+        if r["impl"] != "hdsl":
+            continue
+        for p in rows:
+            if p["impl"] == "hdsl":
+                continue
+            ratios.append(dict(hdsl_mode=r["mode"], peer=p["impl"], ratio=r["median_ms"] / p["median_ms"],
+                               ratio_min=r["min_ms"] / p["min_ms"]))
+    return dict(name=case["name"], what=case["what"], size=list(case["size"]), megapixels=mp, reps=reps,
+                results=rows, ratios=ratios)
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {"python": platform.python_version(), "numpy": np.__version__}
+    for mod in ("llvmlite", "halide", "cv2", "scipy"):
+        try:
+            m = __import__(mod)
+            versions[mod] = getattr(m, "__version__", "?")
+        except ImportError:
+            versions[mod] = "not installed"
+    return dict(cpu=cpu, cores=os.cpu_count(), threads=int(THREADS), platform=platform.platform(),
+                versions=versions, date=time.strftime("%Y-%m-%d %H:%M"))
+
+
+def _fmt(v, digits=2):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(res: dict) -> str:
+    m = res["machine"]
+    lines = ["# Benchmark results", "",
+             f"{m['date']}, {m['cpu']}, {m['cores']} cores, {m['threads']} threads for every implementation; "
+             + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".",
+             "", "Times are milliseconds per run (median and minimum over interleaved runs); compile times in "
+                 "seconds, apart from run times. A ratio is hdsl's median over the peer's (below 1: hdsl is "
+                 "faster); `strict` is hdsl's default floating point, `fast_math` the target feature that "
+                 "allows FMA and reciprocal multiplication as Halide does by default.", ""]
+    for c in res["cases"]:
+        w, h = c["size"]
+        lines += [f"## {c['name']}: {c['what']}, {w}x{h}", "",
+                  "| implementation | mode | median ms | min ms | ms/MP | compile cold s | compile cached s | max abs diff vs hdsl |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in c["results"]:
+            lines.append(f"| {r['impl']} | {r['mode']} | {_fmt(r['median_ms'])} | {_fmt(r['min_ms'])} | "
+                         f"{_fmt(r['ms_per_mp'], 3)} | {_fmt(r['compile_cold_s'])} | {_fmt(r['compile_cached_s'], 3)} | "
+                         f"{_fmt(r['max_abs_diff_vs_hdsl'], 6) if r['max_abs_diff_vs_hdsl'] is not None else '-'} |")
+        lines += ["", "| ratio | hdsl mode | median | min |", "| --- | --- | ---: | ---: |"]
+        for q in c["ratios"]:
+            lines.append(f"| hdsl / {q['peer']} | {q['hdsl_mode']} | {q['ratio']:.2f} | {q['ratio_min']:.2f} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def chart(res: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    labels, values = [], []
+    for c in res["cases"]:
+        for q in c["ratios"]:
+            labels.append(f"{c['name']}\nvs {q['peer']}\n({q['hdsl_mode']})")
+            values.append(q["ratio"])
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels)), 4.5))
+    ax.bar(range(len(values)), values, color=["#3a7" if v <= 1.0 else "#c53" for v in values])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("hdsl time / peer time (median)")
+    ax.set_title("hdsl vs peers (below 1: hdsl faster)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes and few runs (a smoke test)")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--out", default=str(HERE))
+    args = ap.parse_args(argv)
+    reps = args.reps or (3 if args.quick else 15)
+    try:
+        import cv2
+        cv2.setNumThreads(int(THREADS))
+    except ImportError:
+        pass
+    res = dict(machine=machine(), quick=args.quick, cases=[])
+    for name in args.cases.split(","):
+        case = CASES[name](args.quick)
+        r = measure(case, reps)
+        res["cases"].append(r)
+        print(f"{name}: " + ", ".join(f"hdsl/{q['peer']} ({q['hdsl_mode']}) {q['ratio']:.2f}" for q in r["ratios"]),
+              flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1))
+    md = markdown(res)
+    (out / "RESULTS.md").write_text(md)
+    chart(res, out / "results.png")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The benchmark harness in its quick form: it runs, writes its three files, and its numbers
+describe outputs that agree (hdsl's blur equals NumPy's and Halide's exactly). No timing is
+asserted: the machine is shared and noisy."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_blur_benchmark(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--cases", "blur",
+                        "--reps", "2", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["machine"]["threads"] == 2 and res["machine"]["cpu"]
+    (case,) = res["cases"]
+    assert case["name"] == "blur" and case["size"] == [384, 256]
+    rows = {row["impl"]: row for row in case["results"]}
+    assert {"hdsl", "Halide", "NumPy"} <= set(rows)
+    hd = rows["hdsl"]
+    assert hd["compile_cold_s"] > 0 and hd["compile_cached_s"] > 0 and hd["min_ms"] <= hd["median_ms"]
+    # the same values, bit for bit: hdsl's output was compared with each peer's
+    assert rows["NumPy"]["max_abs_diff_vs_hdsl"] == 0.0
+    assert rows["Halide"]["max_abs_diff_vs_hdsl"] == 0.0
+    peers = {q["peer"] for q in case["ratios"]}
+    assert {"Halide", "NumPy"} <= peers
+    for q in case["ratios"]:
+        assert np.isclose(q["ratio"], hd["median_ms"] / rows[q["peer"]]["median_ms"])
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert "| hdsl / Halide | strict |" in md and res["machine"]["cpu"] in md
+
+
+def test_hdsl_bench_command():
+    r = subprocess.run([sys.executable, "-m", "hdsl.cli", "bench", str(ROOT / "examples" / "blur.hl"),
+                        "--size", "256,128", "--runs", "3"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("256x128, target host, 3 runs")
+    assert lines[1].startswith("compile: cold ") and "from the cache" in lines[1]
+    assert lines[2].startswith("run: median ") and "per megapixel" in lines[2]
