@@ -224,11 +224,12 @@ def machine() -> dict:
     except OSError:
         pass
     versions = {"python": platform.python_version(), "numpy": np.__version__}
-    for mod in ("llvmlite", "halide", "cv2", "scipy"):
+    from importlib import metadata
+    for mod, dist in (("llvmlite", "llvmlite"), ("halide", "halide"), ("cv2", "opencv-python-headless"),
+                      ("scipy", "scipy")):
         try:
-            m = __import__(mod)
-            versions[mod] = getattr(m, "__version__", "?")
-        except ImportError:
+            versions[mod] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
             versions[mod] = "not installed"
     return dict(cpu=cpu, cores=os.cpu_count(), threads=int(THREADS), platform=platform.platform(),
                 versions=versions, date=time.strftime("%Y-%m-%d %H:%M"))
