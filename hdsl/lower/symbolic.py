@@ -72,6 +72,10 @@ def _relax(e: Expr, upper: bool) -> Expr:
 
 def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     t = e.type
+    if t == I32 and isinstance(e, (Cast, Unary, Select, Intrinsic)) and _fixed(e, scope):
+        # the same value wherever the ranged vars are (`i32(ceil(3.0f * sigma))`, a radius
+        # from a param): a single point, kept whole rather than widened to the type's range
+        return (e, e)
     if isinstance(e, Const):
         if t.is_float() or t.is_bool():
             return (e, e) if not t.is_bool() else (Const(I32, int(e.value)), Const(I32, int(e.value)))
@@ -118,6 +122,13 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     if isinstance(e, Intrinsic) and e.name == "print":
         return expr_bounds(e.args[0], scope)
     return _type_bounds(t)
+
+
+def _fixed(e: Expr, scope: dict) -> bool:
+    """e depends on nothing scope ranges, no reduction var and no memory: a run-time constant."""
+    if free_vars(e) & {k for k in scope if isinstance(k, str)}:
+        return False
+    return not any(isinstance(n, (RVar, FuncCall, InputCall)) or type(n).__name__ == "Load" for n in walk(e))
 
 
 def _as_i32(e: Expr) -> Expr:
