@@ -12,6 +12,9 @@ have something to show.
               does, and brighter values would wrap around
 - gray8.png   8-bit gray
 - rgb8.png    8-bit RGB
+- rgb16.png   16-bit RGB (the local Laplacian filter's input), the same scene
+              as rgb8.png at full 16-bit precision (written with hdsl's own PNG
+              codec: Pillow cannot write 16-bit colour)
 """
 from __future__ import annotations
 
@@ -40,6 +43,13 @@ def scene(seed: int) -> np.ndarray:
     return np.clip(image + noise, 0.0, 1.0)
 
 
+def write_rgb16(rgb: np.ndarray) -> None:
+    import sys
+    sys.path.insert(0, str(HERE.parents[1]))
+    from hdsl.runtime.images import save_image
+    save_image(HERE / "rgb16.png", np.round(rgb * 65535).astype(np.uint16))
+
+
 def main() -> None:
     gray16 = np.round(scene(seed=1) * GRAY16_MAX).astype(np.uint16)
     Image.fromarray(gray16).save(HERE / "gray16.png")
@@ -49,7 +59,8 @@ def main() -> None:
     tint = [0.75 + 0.25 * x / WIDTH, 0.6 + 0.4 * y / HEIGHT, 1.0 - 0.5 * x / WIDTH]
     rgb = np.stack([np.clip(scene(seed=3 + k) * tint[k], 0, 1) for k in range(3)], axis=-1)
     Image.fromarray(np.round(rgb * 255).astype(np.uint8)).save(HERE / "rgb8.png")
-    for name in ("gray16.png", "gray8.png", "rgb8.png"):
+    write_rgb16(rgb)
+    for name in ("gray16.png", "gray8.png", "rgb8.png", "rgb16.png"):
         print(f"{HERE / name}: {(HERE / name).stat().st_size // 1024} KiB")
 
 

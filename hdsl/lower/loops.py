@@ -327,7 +327,7 @@ class LoopBuilder:
         for dim, (lo, hi) in enumerate(required):
             if lo is None or hi is None:
                 raise HdslError(f"cannot tell which part of '{f.name}' is needed: its "
-                                f"{'xyc'[dim] if dim < 3 else 'dim ' + str(dim)} coordinate is unbounded",
+                                f"{f.args[dim] if dim < len(f.args) else 'dim ' + str(dim)} coordinate is unbounded",
                                 f.span, "clamp data-dependent coordinates, e.g. f(clamp(i32(v), 0, 255))")
         region = [list(r) for r in required]
         if self.defs[id(f)].updates:
