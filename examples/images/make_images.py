@@ -12,6 +12,9 @@ have something to show.
               does, and brighter values would wrap around
 - gray8.png   8-bit gray
 - rgb8.png    8-bit RGB
+- rgba_holes.npy  RGBA in f32, 128x96 (every other pixel of rgb8.png's scene),
+              alpha 1 at a random tenth of the pixels and 0 elsewhere: the
+              holes that examples/interpolate.hl fills
 - rgb16.png   16-bit RGB (the local Laplacian filter's input), the same scene
               as rgb8.png at full 16-bit precision (written with hdsl's own PNG
               codec: Pillow cannot write 16-bit colour)
@@ -50,6 +53,13 @@ def write_rgb16(rgb: np.ndarray) -> None:
     save_image(HERE / "rgb16.png", np.round(rgb * 65535).astype(np.uint16))
 
 
+def write_rgba_holes(rgb: np.ndarray) -> None:
+    small = rgb[::2, ::2].astype(np.float32)
+    known = np.random.RandomState(7).rand(*small.shape[:2]) < 0.1
+    alpha = known.astype(np.float32)[..., None]
+    np.save(HERE / "rgba_holes.npy", np.concatenate([small * alpha, alpha], axis=-1))
+
+
 def main() -> None:
     gray16 = np.round(scene(seed=1) * GRAY16_MAX).astype(np.uint16)
     Image.fromarray(gray16).save(HERE / "gray16.png")
@@ -60,7 +70,8 @@ def main() -> None:
     rgb = np.stack([np.clip(scene(seed=3 + k) * tint[k], 0, 1) for k in range(3)], axis=-1)
     Image.fromarray(np.round(rgb * 255).astype(np.uint8)).save(HERE / "rgb8.png")
     write_rgb16(rgb)
-    for name in ("gray16.png", "gray8.png", "rgb8.png", "rgb16.png"):
+    write_rgba_holes(rgb)
+    for name in ("gray16.png", "gray8.png", "rgb8.png", "rgb16.png", "rgba_holes.npy"):
         print(f"{HERE / name}: {(HERE / name).stat().st_size // 1024} KiB")
 
 

@@ -307,8 +307,13 @@ class _Recorder:
             i = v.index(args[0])
             v[i:i + 1] = [args[1], args[0]]
         elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
+            inner = args[0] + "_i"
+            if inner in v:
+                el.error(f"{name}({args[0]}, {args[1]}) splits '{args[0]}' into '{inner}', which '{f.name}' "
+                         f"already has (is '{f.name}' scheduled twice, e.g. under two names?)", call.func.name_span,
+                         f"split it under new names instead: split({args[0]}, {args[0]}o, {args[0]}v, {args[1]})")
             i = v.index(args[0])
-            v[i:i + 1] = [args[0] + "_i", args[0]]
+            v[i:i + 1] = [inner, args[0]]
         elif name in ("reorder", "reorder_storage"):
             what = "loop" if name == "reorder" else "dimension"
             for k, a in enumerate(args):
