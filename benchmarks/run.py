@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +35,6 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-import hdsl  # noqa: E402
 
 
 class Impl:
@@ -50,21 +48,8 @@ class Impl:
 
 def hdsl_impl(path: Path, inputs: dict, out_arrays, target: str = "host", schedule=None, params=None) -> Impl:
     """Compile cold (an empty cache), then again from the cache; run into out_arrays."""
-    with tempfile.TemporaryDirectory(prefix="hdsl-bench-cache-") as cache:
-        old = os.environ.get("HDSL_CACHE_DIR")
-        os.environ["HDSL_CACHE_DIR"] = cache
-        try:
-            t0 = time.perf_counter()
-            hdsl.load(path).compile(target, schedule=schedule)
-            cold = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            c = hdsl.load(path).compile(target, schedule=schedule)
-            cached = time.perf_counter() - t0
-        finally:
-            if old is None:
-                del os.environ["HDSL_CACHE_DIR"]
-            else:
-                os.environ["HDSL_CACHE_DIR"] = old
+    from hdsl.bench import compile_cold_and_cached
+    c, cold, cached = compile_cold_and_cached(path, target, schedule)
     kwargs = dict(inputs, **(params or {}))
     mode = "fast_math" if target.endswith("fast_math") else "strict"
     return Impl("hdsl", mode, lambda: c.realize_into(out_arrays, **kwargs),

@@ -151,9 +151,6 @@ def cmd_run(args) -> int:
 
 def cmd_bench(args) -> int:
     """Time one pipeline on random inputs: compile cold and from the cache, then runs."""
-    import os
-    import tempfile
-
     import hdsl
     try:
         size = [int(v) for v in args.size.split(",")]
@@ -178,21 +175,8 @@ def cmd_bench(args) -> int:
         if arr.ndim >= 3:         # planar storage behind the (H, W, C) view: x has stride 1
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0)).transpose(1, 2, 0)
         inputs[b.name] = arr
-    with tempfile.TemporaryDirectory(prefix="hdsl-bench-") as cache:
-        old = os.environ.get("HDSL_CACHE_DIR")
-        os.environ["HDSL_CACHE_DIR"] = cache
-        try:
-            t0 = time.perf_counter()
-            p0.compile(args.target, schedule=args.schedule)
-            cold = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            c = hdsl.load(args.file).compile(args.target, schedule=args.schedule)
-            cached = time.perf_counter() - t0
-        finally:
-            if old is None:
-                del os.environ["HDSL_CACHE_DIR"]
-            else:
-                os.environ["HDSL_CACHE_DIR"] = old
+    from hdsl.bench import compile_cold_and_cached
+    c, cold, cached = compile_cold_and_cached(args.file, args.target, args.schedule)
     outs = c(**inputs)
     outs = outs if isinstance(outs, tuple) else (outs,)
     arrays = []
