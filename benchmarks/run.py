@@ -36,7 +36,6 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 
-
 class Impl:
     """One implementation of a case: run() computes into preallocated memory."""
 
