@@ -162,5 +162,45 @@ def local_laplacian(img_planar: np.ndarray, levels: int = 8, alpha: float = 1.0,
         iG[j].compute_root()
         gP[j].compute_root().parallel(k)
         oG[j].compute_root()
-    inp.set(hl.Buffer(np.ascontiguousarray(img_planar)))     # NumPy (C, H, W) is Halide [x, y, c]
-    return Peer(out, hl.Buffer(hl.UInt(16), [w, h, 3]), [img_planar], lambda a: a.transpose(1, 2, 0))
+    planar = np.ascontiguousarray(img_planar)      # NumPy (C, H, W) is Halide [x, y, c]
+    inp.set(hl.Buffer(planar))                      # (the Buffer does not keep the array alive: Peer does)
+    return Peer(out, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0))
+
+
+def interpolate(rgba: np.ndarray, L: int = 10) -> Peer:
+    """Halide's apps/interpolate (push-pull over L levels) with examples/interpolate.hl's schedule.
+    rgba: (H, W, 4) f32."""
+    hl = _hl()
+    h, w, _ = rgba.shape
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    inp = hl.ImageParam(hl.Float(32), 3, "img")
+    f = hl.f32
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    ds = [hl.Func(f"ds{l}") for l in range(L)]
+    ds[0][x, y, c] = hl.select(c < 3, clamped[x, y, c] * clamped[x, y, 3], clamped[x, y, 3])
+    for l in range(1, L):
+        prev = ds[l - 1]
+        if l == 4:
+            mid = hl.Func("mid")
+            mid[x, y, c] = prev[hl.clamp(x, 0, inp.width() // (1 << l)), hl.clamp(y, 0, inp.height() // (1 << l)), c]
+            prev = mid
+        dx = hl.Func(f"dx{l}")
+        dx[x, y, c] = (prev[x * 2 - 1, y, c] + f(2.0) * prev[x * 2, y, c] + prev[x * 2 + 1, y, c]) * f(0.25)
+        ds[l][x, y, c] = (dx[x, y * 2 - 1, c] + f(2.0) * dx[x, y * 2, c] + dx[x, y * 2 + 1, c]) * f(0.25)
+    it = [hl.Func(f"it{l}") for l in range(L)]
+    it[L - 1][x, y, c] = ds[L - 1][x, y, c]
+    for l in range(L - 2, -1, -1):
+        ux, uy = hl.Func(f"ux{l}"), hl.Func(f"uy{l}")
+        ux[x, y, c] = (it[l + 1][x // 2, y, c] + it[l + 1][(x + 1) // 2, y, c]) / f(2.0)
+        uy[x, y, c] = (ux[x, y // 2, c] + ux[x, (y + 1) // 2, c]) / f(2.0)
+        it[l][x, y, c] = ds[l][x, y, c] + (f(1.0) - ds[l][x, y, 3]) * uy[x, y, c]
+    out = hl.Func("out")
+    out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
+    for l in range(1, L):
+        ds[l].compute_root().parallel(y).vectorize(x, 8)
+        if l < L - 1:
+            it[l].compute_root().parallel(y).vectorize(x, 8)
+    out.reorder(c, x, y).bound(c, 0, 3).parallel(y).vectorize(x, 8)
+    planar = np.ascontiguousarray(rgba.transpose(2, 0, 1))
+    inp.set(hl.Buffer(planar))
+    return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0))

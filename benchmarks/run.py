@@ -159,7 +159,23 @@ def case_local_laplacian(quick: bool):
                 size=(w, h), impls=impls, float=True)
 
 
-CASES = {"blur": case_blur, "gauss5": case_gauss5, "iir": case_iir, "local_laplacian": case_local_laplacian}
+def case_interpolate(quick: bool):
+    w, h = (256, 192) if quick else (1536, 1024)
+    rng = np.random.RandomState(4)
+    alpha = (rng.rand(h, w) < 0.1).astype(np.float32)[..., None]
+    rgba = np.concatenate([rng.rand(h, w, 3).astype(np.float32) * alpha, alpha], axis=-1)
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty((3, h, w), np.float32).transpose(1, 2, 0)
+        impls.append(hdsl_impl(ROOT / "examples" / "interpolate.hl", {"img": rgba}, out, target))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.interpolate(rgba)))
+    return dict(name="interpolate", what="push-pull hole filling, 10 levels, RGBA f32 (Halide's app)",
+                size=(w, h), impls=impls, float=True)
+
+
+CASES = {"blur": case_blur, "gauss5": case_gauss5, "iir": case_iir, "local_laplacian": case_local_laplacian,
+         "interpolate": case_interpolate}
 
 
 # ------------------------------------------------------------------------- measuring
