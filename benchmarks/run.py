@@ -3,7 +3,8 @@
     python benchmarks/run.py [--quick] [--reps N] [--cases blur,gauss5,...] [--out DIR]
 
 For each case every implementation is warmed up, then run in turns (hdsl, Halide, OpenCV,
-NumPy, hdsl, Halide, ...) so that the machine's noise falls on all of them alike; each
+NumPy, then Halide, OpenCV, NumPy, hdsl, ...: the order rotates) so that the machine's noise
+falls on all of them alike; each
 reports the median and minimum of its runs, ms per megapixel, its compile time (hdsl cold,
 with an empty cache, and from the cache; Halide's JIT), and the largest difference of its
 output from hdsl's. Ratios are hdsl / peer by median (below 1: hdsl is faster). Float
@@ -184,8 +185,11 @@ def measure(case: dict, reps: int, warmup: int = 2) -> dict:
     for im in impls:
         for _ in range(warmup):
             im.run()
-    for _ in range(reps):
-        for im in impls:
+    for r in range(reps):
+        # the order rotates every round, so that no implementation always runs right after
+        # the same one (a NumPy peer leaves the caches cold and memory freshly touched)
+        k = r % len(impls)
+        for im in impls[k:] + impls[:k]:
             t0 = time.perf_counter()
             im.run()
             im.times.append(time.perf_counter() - t0)
