@@ -130,7 +130,8 @@ int32_t hdsl_parallel_for(hdsl_task task, void *closure, int32_t min, int32_t ex
 }
 
 /* Storage for Funcs computed at the root: hdsl_malloc(bytes) returns 64-byte aligned
- * memory and hdsl_free gives it back. Large blocks (1 MiB or more) are kept in a small
+ * memory and hdsl_free gives it back. Blocks of 64 KiB or more (smaller ones live on the
+ * stack) are kept in a small
  * cache, up to HDSL_ALLOC_CACHE_MB in all (default 256), and handed out again to a request
  * of at least half their size: a pipeline run again and again then reuses pages already
  * mapped instead of faulting (and zeroing) fresh ones on every run. */
@@ -153,7 +154,7 @@ static size_t limit(void) {
 
 void *hdsl_malloc(int64_t bytes) {
     size_t need = ((size_t)(bytes > 0 ? bytes : 1) + 63) & ~(size_t)63;
-    if (need >= (1u << 20)) {
+    if (need >= (1u << 16)) {
         pthread_mutex_lock(&cache_lock);
         int best = -1;
         for (int i = 0; i < CACHE_SLOTS; i++)
@@ -180,7 +181,7 @@ void hdsl_free(void *p) {
     char *raw = (char *)p - HEADER;
     size_t cap;
     memcpy(&cap, raw, sizeof cap);
-    if (cap >= (1u << 20)) {
+    if (cap >= (1u << 16)) {
         pthread_mutex_lock(&cache_lock);
         if (cached_bytes + cap <= limit()) {
             for (int i = 0; i < CACHE_SLOTS; i++)
