@@ -1,0 +1,366 @@
+"""examples/camera_pipe.hl: Halide's apps/camera_pipe (release 21), the Frankencamera pipeline.
+
+(a) against a NumPy implementation written here from the pipeline's description (planes of the
+    Bayer mosaic as arrays, Halide's pow with its range reduction done by np.frexp), through
+    the evaluator and the compiled schedule, exactly;
+(b) `hdsl run` on the bundled mosaic writes what the API computes;
+(c) `hdsl check` passes;
+(d) bit for bit against the app itself, written below with Halide's Python bindings, realized
+    with and without the strict_float target feature. Only the colour matrix and the tone
+    curve are floating point; without strict_float LLVM may contract their arithmetic into
+    FMAs, which can move an entry of the look-up table for some gammas (not for the two
+    parameter sets here). The tone curve's pow is Halide's polynomial one, which the example
+    spells out in examples/halide_math.hl.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.runtime.images import load_image
+
+from .test_examples import EX, IMAGES, _cli
+
+F = np.float32
+PATH = EX / "camera_pipe.hl"
+DEFAULTS = dict(color_temp=3700.0, gamma=2.0, contrast=50.0, sharpen_strength=1.0, blackLevel=25, whiteLevel=1023)
+OTHER = dict(color_temp=5200.0, gamma=1.8, contrast=30.0, sharpen_strength=2.5, blackLevel=40, whiteLevel=1000)
+
+
+def bundled():
+    return (load_image(IMAGES / "bayer16.png"), np.load(IMAGES / "camera_matrix_3200.npy"),
+            np.load(IMAGES / "camera_matrix_7000.npy"))
+
+
+def random_raw(w, h, seed):
+    rs = np.random.RandomState(seed)
+    raw = rs.randint(0, 1024, size=(h, w))
+    raw = np.where(rs.rand(h, w) < 0.5, raw // 4 + 100, raw)     # some smooth-ish, some wild
+    raw[rs.rand(h, w) < 0.01] = 1023                                # hot pixels
+    return raw.astype(np.uint16)
+
+
+def out_size(raw):
+    """The app's output size (process.cpp): the mosaic less 32 x 24, down to multiples of 32."""
+    h, w = raw.shape
+    return ((w - 32) // 32) * 32, ((h - 24) // 32) * 32
+
+
+# --- NumPy -----------------------------------------------------------------------------------
+
+def np_exp(v):
+    """Halide's exp (f32): v = k ln2 + r, a degree-7 polynomial in r (even and odd coefficients
+    in r^2), times 2^k."""
+    v = np.asarray(v, F)
+    k = np.floor(v * (F(1) / F(np.log(2.0))))
+    r = v - k * F(0.6931457519)
+    r = r - k * F(1.4286067653e-6)
+    c = [F(t) for t in (0.00031965933071842413, 0.00119156835564003744, 0.00848988645943932717,
+                        0.04160188091348320655, 0.16667983794100929562, 0.49999899033463041098, 1.0, 1.0)]
+    r2 = r * r
+    even = ((c[0] * r2 + c[2]) * r2 + c[4]) * r2 + c[6]
+    odd = ((c[1] * r2 + c[3]) * r2 + c[5]) * r2 + c[7]
+    return ((even * r + odd) * np.ldexp(F(1), k.astype(np.int32))).astype(F)
+
+
+def np_log(v):
+    """Halide's log (f32) of v > 0: v = m 2^e with m in [0.75, 1.5), a degree-9 polynomial in
+    m - 1, plus e ln 2; -inf at 0."""
+    v = np.asarray(v, F)
+    safe = np.where(v > 0, v, F(1))
+    m, e = np.frexp(safe)                 # m in [0.5, 1)
+    m, e = (m * F(2)).astype(F), e - 1    # m in [1, 2)
+    hi = m >= F(1.5)
+    m = np.where(hi, m / F(2), m).astype(F)
+    e = np.where(hi, e + 1, e)
+    x = m - F(1)
+    x2 = x * x
+    c = [F(t) for t in (0.05111976432738144643, -0.11793923497136414580, 0.14971993724699017569,
+                        -0.16862004708254804686, 0.19980668101718729313, -0.24991211576292837737,
+                        0.33333435275479328386, -0.50000106292873236491, 1.0)]
+    even = (((c[0] * x2 + c[2]) * x2 + c[4]) * x2 + c[6]) * x2 + c[8]
+    odd = (((c[1] * x2 + c[3]) * x2 + c[5]) * x2 + c[7]) * x2
+    res = (even * x + odd + e.astype(F) * F(np.log(2.0))).astype(F)
+    return np.where(v == 0, F(-np.inf), res)
+
+
+def np_pow(a, b):
+    """Halide's pow for a >= 0: exp(log(a) b), 0 at a = 0 (b != 0)."""
+    a, b = np.asarray(a, F), np.asarray(b, F)
+    with np.errstate(all="ignore"):
+        p = np_exp(np_log(a) * b)
+    return np.where(a > 0, p, np.where(b == 0, F(1), F(0))).astype(F)
+
+
+def np_tone_curve(gamma, contrast, black, white, pow_=np_pow):
+    """FCam's look-up table: linear luminance from the black and white levels, gamma, then a
+    piecewise quadratic contrast curve, to 8 bits (rounded), 0 at and below black, 255 above white."""
+    i = np.arange(1024)
+    xf = np.clip((i - black).astype(F) * (F(1) / F(white - black)), F(0), F(1))
+    g = pow_(xf, F(1) / F(gamma))
+    b = F(2) - pow_(F(2), F(contrast) / F(100))
+    a = F(2) - F(2) * b
+    h = F(1) - g
+    z = np.where(g > F(0.5), F(1) - (a * h * h + b * h), a * g * g + b * g).astype(F)
+    val = np.clip(z * F(255) + F(0.5), F(0), F(255)).astype(np.uint8)
+    return np.where(i <= black, 0, np.where(i > white, 255, val)).astype(np.uint8)
+
+
+def numpy_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
+                      blackLevel, whiteLevel):
+    R = np.pad(raw.astype(np.int64), 2, mode="edge")
+    # hot pixels: no sample above the largest of its four same-colour neighbours
+    neighbours = np.maximum.reduce([R[2:-2, :-4], R[2:-2, 4:], R[:-4, 2:-2], R[4:, 2:-2]])
+    den = np.minimum(R[2:-2, 2:-2], neighbours)
+    # the four colour planes at half resolution; the output's origin is raw (16, 12); plane
+    # arrays start O half-resolution pixels before it
+    O = 4
+    s = den[12 - 2 * O:, 16 - 2 * O:]
+    planes = {"gr": s[0::2, 0::2], "r": s[0::2, 1::2], "b": s[1::2, 0::2], "gb": s[1::2, 1::2]}
+    nx, ny = w // 2 + 3, h // 2 + 3            # half-res block from -1, one more at each end
+
+    def at(name, dx=0, dy=0):
+        p = planes[name]
+        return p[O - 1 + dy:O - 1 + dy + ny, O - 1 + dx:O - 1 + dx + nx]
+
+    def avg(a, b):
+        return (a + b + 1) // 2
+
+    def pick(d1, d2, v1, v2):                  # the interpolation along the smaller difference
+        return np.where(d1 < d2, v1, v2)
+
+    # green at red (blue) sites: horizontally or vertically
+    def g_r(dx=0, dy=0):
+        a, b = at("gr", dx + 1, dy), at("gr", dx, dy)
+        u, v = at("gb", dx, dy - 1), at("gb", dx, dy)
+        return pick(abs(a - b), abs(u - v), avg(a, b), avg(u, v))
+
+    def g_b(dx=0, dy=0):
+        a, b = at("gb", dx - 1, dy), at("gb", dx, dy)
+        u, v = at("gr", dx, dy + 1), at("gr", dx, dy)
+        return pick(abs(a - b), abs(u - v), avg(a, b), avg(u, v))
+
+    def corrected(green, g1, g2, c1, c2):      # interpolate c, add green's interpolation error
+        return (green - avg(g1, g2) + avg(c1, c2)) % 65536
+
+    r_gr = corrected(at("gr"), g_r(), g_r(-1, 0), at("r", -1, 0), at("r"))
+    b_gr = corrected(at("gr"), g_b(), g_b(0, -1), at("b"), at("b", 0, -1))
+    r_gb = corrected(at("gb"), g_r(), g_r(0, 1), at("r"), at("r", 0, 1))
+    b_gb = corrected(at("gb"), g_b(), g_b(1, 0), at("b"), at("b", 1, 0))
+    r_b = pick(abs(at("r") - at("r", -1, 1)), abs(at("r", -1, 0) - at("r", 0, 1)),
+               corrected(g_b(), g_r(), g_r(-1, 1), at("r"), at("r", -1, 1)),
+               corrected(g_b(), g_r(-1, 0), g_r(0, 1), at("r", -1, 0), at("r", 0, 1)))
+    b_r = pick(abs(at("b") - at("b", 1, -1)), abs(at("b", 1, 0) - at("b", 0, -1)),
+               corrected(g_r(), g_b(), g_b(1, -1), at("b"), at("b", 1, -1)),
+               corrected(g_r(), g_b(1, 0), g_b(0, -1), at("b", 1, 0), at("b", 0, -1)))
+
+    def interleave(even_even, odd_even, even_odd, odd_odd):   # (x parity, y parity)
+        out = np.empty((2 * ny, 2 * nx), np.int64)
+        out[0::2, 0::2], out[0::2, 1::2] = even_even, odd_even
+        out[1::2, 0::2], out[1::2, 1::2] = even_odd, odd_odd
+        return out
+
+    rgb = [interleave(r_gr, at("r"), r_b, r_gb), interleave(at("gr"), g_r(), g_b(), at("gb")),
+           interleave(b_gr, b_r, at("b"), b_gb)]
+    rgb = [np.where(v >= 32768, v - 65536, v) for v in rgb]      # u16 reinterpreted as i16
+    # colour matrix, interpolated in 1 / kelvin, Q8.8
+    alpha = (F(1) / F(color_temp) - F(1) / F(3200)) / (F(1) / F(7000) - F(1) / F(3200))
+    m = ((m3200 * alpha + m7000 * (F(1) - alpha)) * F(256)).astype(np.int16).astype(np.int64)
+    corr = [(m[c, 3] + m[c, 0] * rgb[0] + m[c, 1] * rgb[1] + m[c, 2] * rgb[2]) // 256 for c in range(3)]
+    corr = [((v + 32768) % 65536) - 32768 for v in corr]          # to i16
+    lut = np_tone_curve(gamma, contrast, blackLevel, whiteLevel).astype(np.int64)
+    curved = np.stack([lut[np.clip(v, 0, 1023)] for v in corr], axis=-1)   # full res, origin (-2, -2)
+    # unsharp mask: 1-2-1 (averages rounding up) in y, then in x
+    cy = avg(avg(curved[:-2], curved[2:]), curved[1:-1])
+    blur = avg(avg(cy[:, :-2], cy[:, 2:]), cy[:, 1:-1])            # origin (-1, -1)
+    centre = curved[2:2 + h, 2:2 + w]
+    mask = centre - blur[1:1 + h, 1:1 + w]
+    s32 = int(np.clip(F(sharpen_strength) * F(32), 0, 255))
+    return np.clip(centre + (mask * s32) // 32, 0, 255).astype(np.uint8)
+
+
+# --- Halide ----------------------------------------------------------------------------------
+
+def halide_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
+                       blackLevel, whiteLevel, strict=True):
+    """apps/camera_pipe/camera_pipe_generator.cpp (release 21) in Halide's Python bindings; the
+    look-up tables compute_root as in the app, everything else inlined."""
+    import halide as hl
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+
+    def avg(a, b):
+        a = a if isinstance(a, hl.Expr) else hl.Expr(a)
+        t = a.type()
+        wider = t.with_bits(t.bits() * 2)
+        return hl.cast(t, (hl.cast(wider, a) + b + 1) // 2)
+
+    def blur121(a, b, c_):
+        return avg(avg(a, c_), b)
+
+    def interleave_x(a, b):
+        f = hl.Func()
+        f[x, y] = hl.select((x % 2) == 0, a[x // 2, y], b[x // 2, y])
+        return f
+
+    def interleave_y(a, b):
+        f = hl.Func()
+        f[x, y] = hl.select((y % 2) == 0, a[x, y // 2], b[x, y // 2])
+        return f
+
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    mat32 = hl.ImageParam(hl.Float(32), 2, "matrix_3200")
+    mat70 = hl.ImageParam(hl.Float(32), 2, "matrix_7000")
+    p_ct = hl.Param(hl.Float(32), "color_temp", color_temp)
+    p_gamma = hl.Param(hl.Float(32), "gamma", gamma)
+    p_contrast = hl.Param(hl.Float(32), "contrast", contrast)
+    p_sharpen = hl.Param(hl.Float(32), "sharpen_strength", sharpen_strength)
+    p_black = hl.Param(hl.Int(32), "blackLevel", blackLevel)
+    p_white = hl.Param(hl.Int(32), "whiteLevel", whiteLevel)
+
+    shifted = hl.Func("shifted")
+    shifted[x, y] = inp[x + 16, y + 12]
+    denoised = hl.Func("denoised")
+    a = hl.max(hl.max(shifted[x - 2, y], shifted[x + 2, y]), hl.max(shifted[x, y - 2], shifted[x, y + 2]))
+    denoised[x, y] = hl.clamp(shifted[x, y], 0, a)
+    deinterleaved = hl.Func("deinterleaved")
+    deinterleaved[x, y, c] = hl.mux(c, [denoised[2 * x, 2 * y], denoised[2 * x + 1, 2 * y],
+                                        denoised[2 * x, 2 * y + 1], denoised[2 * x + 1, 2 * y + 1]])
+    # Demosaic
+    g_gr, r_r, b_b, g_gb = (hl.Func(n) for n in ("g_gr", "r_r", "b_b", "g_gb"))
+    g_gr[x, y] = deinterleaved[x, y, 0]
+    r_r[x, y] = deinterleaved[x, y, 1]
+    b_b[x, y] = deinterleaved[x, y, 2]
+    g_gb[x, y] = deinterleaved[x, y, 3]
+    g_r, g_b = hl.Func("g_r"), hl.Func("g_b")
+    g_r[x, y] = hl.select(hl.absd(g_gr[x + 1, y], g_gr[x, y]) < hl.absd(g_gb[x, y - 1], g_gb[x, y]),
+                          avg(g_gr[x + 1, y], g_gr[x, y]), avg(g_gb[x, y - 1], g_gb[x, y]))
+    g_b[x, y] = hl.select(hl.absd(g_gb[x - 1, y], g_gb[x, y]) < hl.absd(g_gr[x, y + 1], g_gr[x, y]),
+                          avg(g_gb[x - 1, y], g_gb[x, y]), avg(g_gr[x, y + 1], g_gr[x, y]))
+    r_gr, b_gr, r_gb, b_gb, r_b, b_r = (hl.Func(n) for n in ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"))
+    r_gr[x, y] = (g_gr[x, y] - avg(g_r[x, y], g_r[x - 1, y])) + avg(r_r[x - 1, y], r_r[x, y])
+    b_gr[x, y] = (g_gr[x, y] - avg(g_b[x, y], g_b[x, y - 1])) + avg(b_b[x, y], b_b[x, y - 1])
+    r_gb[x, y] = (g_gb[x, y] - avg(g_r[x, y], g_r[x, y + 1])) + avg(r_r[x, y], r_r[x, y + 1])
+    b_gb[x, y] = (g_gb[x, y] - avg(g_b[x, y], g_b[x + 1, y])) + avg(b_b[x, y], b_b[x + 1, y])
+    rp_b = (g_b[x, y] - avg(g_r[x, y], g_r[x - 1, y + 1])) + avg(r_r[x, y], r_r[x - 1, y + 1])
+    rpd_b = hl.absd(r_r[x, y], r_r[x - 1, y + 1])
+    rn_b = (g_b[x, y] - avg(g_r[x - 1, y], g_r[x, y + 1])) + avg(r_r[x - 1, y], r_r[x, y + 1])
+    rnd_b = hl.absd(r_r[x - 1, y], r_r[x, y + 1])
+    r_b[x, y] = hl.select(rpd_b < rnd_b, rp_b, rn_b)
+    bp_r = (g_r[x, y] - avg(g_b[x, y], g_b[x + 1, y - 1])) + avg(b_b[x, y], b_b[x + 1, y - 1])
+    bpd_r = hl.absd(b_b[x, y], b_b[x + 1, y - 1])
+    bn_r = (g_r[x, y] - avg(g_b[x + 1, y], g_b[x, y - 1])) + avg(b_b[x + 1, y], b_b[x, y - 1])
+    bnd_r = hl.absd(b_b[x + 1, y], b_b[x, y - 1])
+    b_r[x, y] = hl.select(bpd_r < bnd_r, bp_r, bn_r)
+    r = interleave_y(interleave_x(r_gr, r_r), interleave_x(r_b, r_gb))
+    g = interleave_y(interleave_x(g_gr, g_r), interleave_x(g_b, g_gb))
+    b = interleave_y(interleave_x(b_gr, b_r), interleave_x(b_b, b_gb))
+    demosaiced = hl.Func("demosaiced")
+    demosaiced[x, y, c] = hl.cast(hl.Int(16), hl.mux(c, [r[x, y], g[x, y], b[x, y]]))
+    # colour correction
+    alpha = (hl.f32(1.0) / p_ct - hl.f32(1.0) / 3200) / (hl.f32(1.0) / 7000 - hl.f32(1.0) / 3200)
+    matrix = hl.Func("matrix")
+    matrix[x, y] = hl.cast(hl.Int(16), (mat32[x, y] * alpha + mat70[x, y] * (1 - alpha)) * hl.f32(256.0))
+    ir, ig, ib = (hl.cast(hl.Int(32), demosaiced[x, y, k]) for k in range(3))
+    rows = [matrix[3, k] + matrix[0, k] * ir + matrix[1, k] * ig + matrix[2, k] * ib for k in range(3)]
+    corrected = hl.Func("corrected")
+    corrected[x, y, c] = hl.mux(c, [hl.cast(hl.Int(16), v // 256) for v in rows])
+    # tone curve
+    min_raw, max_raw = 0 + p_black, p_white
+    inv_range = hl.f32(1.0) / (max_raw - min_raw)
+    cb = hl.f32(2.0) - hl.pow(hl.f32(2.0), p_contrast / hl.f32(100.0))
+    ca = hl.f32(2.0) - hl.f32(2.0) * cb
+    xf = hl.clamp(hl.cast(hl.Float(32), x - min_raw) * inv_range, hl.f32(0.0), hl.f32(1.0))
+    gg = hl.pow(xf, hl.f32(1.0) / p_gamma)
+    z = hl.select(gg > hl.f32(0.5), hl.f32(1.0) - (ca * (hl.f32(1.0) - gg) * (hl.f32(1.0) - gg) + cb * (hl.f32(1.0) - gg)),
+                  ca * gg * gg + cb * gg)
+    val = hl.cast(hl.UInt(8), hl.clamp(z * hl.f32(255.0) + hl.f32(0.5), hl.f32(0.0), hl.f32(255.0)))
+    curve = hl.Func("curve")
+    curve[x] = hl.select(x <= min_raw, hl.u8(0), hl.select(x > max_raw, hl.u8(255), val))
+    curved = hl.Func("curved")
+    curved[x, y, c] = curve[hl.clamp(corrected[x, y, c], 0, 1023)]
+    # sharpen
+    s32 = hl.Func("sharpen_strength_x32")
+    s32[()] = hl.u8_sat(p_sharpen * 32)
+    unsharp_y, unsharp, mask, sharpened = (hl.Func(n) for n in ("unsharp_y", "unsharp", "mask", "sharpened"))
+    unsharp_y[x, y, c] = blur121(curved[x, y - 1, c], curved[x, y, c], curved[x, y + 1, c])
+    unsharp[x, y, c] = blur121(unsharp_y[x - 1, y, c], unsharp_y[x, y, c], unsharp_y[x + 1, y, c])
+    mask[x, y, c] = hl.cast(hl.Int(16), curved[x, y, c]) - hl.cast(hl.Int(16), unsharp[x, y, c])
+    sharpened[x, y, c] = hl.u8_sat(curved[x, y, c] + (mask[x, y, c] * s32[()]) // 32)
+
+    for f in (matrix, curve, s32, g_r, g_b, curved):
+        f.compute_root()
+    keep = [np.array(raw, order="C"), np.array(m3200, order="C"), np.array(m7000, order="C")]
+    inp.set(hl.Buffer(keep[0]))
+    mat32.set(hl.Buffer(keep[1]))
+    mat70.set(hl.Buffer(keep[2]))
+    t = hl.get_jit_target_from_environment()
+    if strict:
+        t = t.with_feature(hl.TargetFeature.StrictFloat)
+    out = np.asarray(sharpened.realize([w, h, 3], t))            # (c, y, x)
+    return out.transpose(1, 2, 0).copy()
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pipe():
+    p = hdsl.load(PATH)
+    return p, p.compile("host")
+
+
+def test_tone_curve_pow_is_halides():
+    """The NumPy stand-in for Halide's pow (used by the reference's look-up table) is a few ulp
+    from the true power, and its table equals the one with NumPy's own pow at the defaults."""
+    xs = np.linspace(0.001, 1, 5000).astype(F)
+    for e in (0.5, 1 / 1.8, 2.0):
+        got, want = np_pow(xs, F(e)), np.power(xs.astype(np.float64), np.float64(F(e)))
+        assert np.max(np.abs(got - want) / want) < 2e-6
+    def true_pow(a, b):
+        return np.power(np.asarray(a, np.float64), np.float64(b)).astype(F)
+    assert np.array_equal(np_tone_curve(2.0, 50.0, 25, 1023), np_tone_curve(2.0, 50.0, 25, 1023, true_pow))
+
+
+@pytest.mark.parametrize("params", [DEFAULTS, OTHER], ids=["defaults", "other"])
+def test_camera_pipe_against_numpy(pipe, params):
+    p, native = pipe
+    raw, m32, m70 = bundled()
+    if params is OTHER:
+        raw = random_raw(160, 120, seed=5)
+    w, h = out_size(raw)
+    expected = numpy_camera_pipe(raw, m32, m70, w, h, **params)
+    kw = dict(raw=raw, matrix_3200=m32, matrix_7000=m70, **params)
+    got_native = native.realize((w, h, 3), **kw)
+    got_interp = p.realize((w, h, 3), **kw)
+    assert got_native.shape == (h, w, 3) and got_native.dtype == np.uint8
+    assert np.array_equal(got_interp, expected)
+    assert np.array_equal(got_native, expected)
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict_float", "fast_math"])
+@pytest.mark.parametrize("params", [DEFAULTS, OTHER], ids=["defaults", "other"])
+def test_camera_pipe_matches_halide_bit_for_bit(pipe, params, strict):
+    _, native = pipe
+    raw, m32, m70 = bundled()
+    if params is OTHER:
+        raw = random_raw(160, 120, seed=6)
+    w, h = out_size(raw)
+    got = native.realize((w, h, 3), raw=raw, matrix_3200=m32, matrix_7000=m70, **params)
+    expected = halide_camera_pipe(raw, m32, m70, w, h, strict=strict, **params)
+    assert np.array_equal(got, expected)
+
+
+def test_camera_pipe_runs_from_the_command_line(pipe, tmp_path):
+    r = _cli("check", str(PATH))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "camera_pipe.png"
+    r = _cli("run", str(PATH), "--input", f"raw={IMAGES / 'bayer16.png'}",
+             "--input", f"matrix_3200={IMAGES / 'camera_matrix_3200.npy'}",
+             "--input", f"matrix_7000={IMAGES / 'camera_matrix_7000.npy'}",
+             "--size", "256,192,3", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    written = load_image(out)
+    raw, m32, m70 = bundled()
+    expected = pipe[1].realize((256, 192, 3), raw=raw, matrix_3200=m32, matrix_7000=m70)
+    assert written.shape == (192, 256, 3) and written.dtype == np.uint8
+    assert np.array_equal(written, expected)
