@@ -50,13 +50,20 @@ def _same(a: Expr, b: Expr) -> bool:
 
 
 def _plus(base: Expr | None, c: int) -> Expr:
+    c = _wrap32(c)
     if base is None:
         return Const(I32, c)
     if c == 0:
         return base
-    if c > 0:
-        return BinOp("+", base, Const(I32, c), I32)
+    if c > 0 or c == -(1 << 31):
+        return BinOp("+", base, Const(I32, _wrap32(c)), I32)
     return BinOp("-", base, Const(I32, -c), I32)
+
+
+def _wrap32(c: int) -> int:
+    """i32 arithmetic wraps (the evaluator's and the generated code's semantics): a folded
+    constant outside i32 is brought back into range the same way."""
+    return ((int(c) + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
 def simplify(e: Expr, memo: dict | None = None) -> Expr:
@@ -128,6 +135,7 @@ def _linear(e: Expr, scale: int, terms: dict, order: list) -> int:
 
 
 def _rebuild_linear(terms: dict, order: list, const: int) -> Expr:
+    const = _wrap32(const)
     pos, neg = [], []
     for k in order:
         e, c = terms[k]
@@ -137,13 +145,13 @@ def _rebuild_linear(terms: dict, order: list, const: int) -> Expr:
         term = e if mag == 1 else BinOp("*", e, Const(I32, mag), I32)
         (pos if c > 0 else neg).append(term)
     if not pos and not neg:
-        return Const(I32, const)
+        return Const(I32, _wrap32(const))
     out = pos[0] if pos else Const(I32, 0)
     for t in pos[1:]:
         out = BinOp("+", out, t, I32)
     for t in neg:
         out = BinOp("-", out, t, I32)
-    if const > 0:
+    if const > 0 or const == -(1 << 31):
         out = BinOp("+", out, Const(I32, const), I32)
     elif const < 0:
         out = BinOp("-", out, Const(I32, -const), I32)
@@ -175,7 +183,7 @@ def _binop(e: BinOp) -> Expr:
             if bb is None:
                 return _plus(ba, ca - cb)
             if ba is not None and _same(ba, bb):
-                return Const(I32, ca - cb)
+                return Const(I32, _wrap32(ca - cb))
         if op == "+" and (ca or cb):
             return _plus(BinOp("+", ba, bb, I32), ca + cb)
         if op == "-" and (ca or cb) and ba is not None:

@@ -440,3 +440,26 @@ def test_llvm_slp_vectorizer_assertion_is_avoided():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "same as the evaluator" in r.stdout, \
         f"exit {r.returncode}\nstdout: {r.stdout[-1000:]}\nstderr: {r.stderr[-2000:]}"
+
+
+def test_bounds_of_wide_products_do_not_overflow_the_compiler():
+    """Interval arithmetic on a sum of i16 * i32 products / 256 made a constant past i32 (was an
+    internal compiler error, OverflowError): folded i32 constants wrap like i32 arithmetic."""
+    text = """
+pipeline ov
+input  a: i16[1]
+input  m: i16[1]
+output o: u8[1]
+algorithm {
+    lut(x) = u8(x)
+    v(x) = i16((m(0) * i32(a(x)) + m(1) * i32(a(x)) + m(2) * i32(a(x))) / 256)
+    o(x) = lut(i32(clamp(v(x), 0, 1023)))
+}
+schedule s { lut.compute_root() }
+"""
+    a = np.array([0, 1, 300, -5000, 32767], np.int16)
+    m = np.array([100, -200, 300, 4], np.int16)
+    got, expected = both(text, "s", (5,), a=a, m=m)
+    v = ((100 - 200 + 300) * a.astype(np.int64)) // 256
+    assert expected.tolist() == (np.clip(v.astype(np.int16), 0, 1023) % 256).tolist()
+    assert got.tolist() == expected.tolist()
