@@ -15,10 +15,13 @@ def _hl():
 
 
 class Peer:
-    def __init__(self, func, out_buf, inputs, to_numpy):
+    def __init__(self, func, out_buf, inputs, to_numpy, strict: bool = False):
         hl = _hl()
+        target = hl.get_jit_target_from_environment()
+        if strict:      # no FMA contraction: the same bits as hdsl's default floating point
+            target = target.with_feature(hl.TargetFeature.StrictFloat)
         t0 = time.perf_counter()
-        func.compile_jit(hl.get_jit_target_from_environment())
+        func.compile_jit(target)
         self.compile_s = time.perf_counter() - t0
         self.func, self.out_buf, self.inputs, self.to_numpy = func, out_buf, inputs, to_numpy
 
@@ -167,9 +170,9 @@ def local_laplacian(img_planar: np.ndarray, levels: int = 8, alpha: float = 1.0,
     return Peer(out, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0))
 
 
-def interpolate(rgba: np.ndarray, L: int = 10) -> Peer:
+def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
     """Halide's apps/interpolate (push-pull over L levels) with examples/interpolate.hl's schedule.
-    rgba: (H, W, 4) f32."""
+    rgba: (H, W, 4) f32. strict: compile with Halide's StrictFloat (tests compare bit for bit)."""
     hl = _hl()
     h, w, _ = rgba.shape
     x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
@@ -203,4 +206,4 @@ def interpolate(rgba: np.ndarray, L: int = 10) -> Peer:
     out.reorder(c, x, y).bound(c, 0, 3).parallel(y).vectorize(x, 8)
     planar = np.ascontiguousarray(rgba.transpose(2, 0, 1))
     inp.set(hl.Buffer(planar))
-    return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0))
+    return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)
