@@ -5,10 +5,10 @@ writes the result."""
 from __future__ import annotations
 
 import numpy as np
+
 import hdsl
 
 from .test_examples import EX, IMAGES, _cli
-
 
 
 def test_interpolate_fills_the_holes():
