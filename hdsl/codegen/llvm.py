@@ -66,6 +66,17 @@ class Ramp:
         self.base, self.stride, self.lanes = base, stride, lanes
 
 
+class Interleave:
+    """The lanes of k ramps interleaved: lane i is parts[i % k][i // k]. `ramp / k` and
+    `ramp % k` of a vectorized index are exactly this (lane k*j + r of (b + s*i) / k is
+    (b + s*r) / k + s*j), so `f(x / 2)` loads two dense half-vectors and interleaves them,
+    as Halide does, instead of gathering or checking patterns at run time."""
+
+    def __init__(self, parts: list):
+        self.parts = parts
+        self.lanes = sum(p.lanes for p in parts)
+
+
 def shaped(ref, scalar_type: ir.Type) -> ir.Type:
     """scalar_type, or a vector of it with ref's lane count when ref is a vector."""
     rt = ref.type if isinstance(ref, ir.Value) else ref
@@ -287,6 +298,8 @@ class CodeGen:
         mt = llvm_type(t, True)
         v = self.expr(st, s.value)
         idx = self.expr(st, s.index, keep_ramp=True)
+        if isinstance(idx, Interleave):
+            idx = self.val(st, idx)
         base = self.buffer_ptr(st, s.buffer)
         lanes = idx.lanes if isinstance(idx, Ramp) else (idx.type.count if isinstance(idx.type, ir.VectorType)
                                                          else (v.type.count if isinstance(v.type, ir.VectorType)
@@ -340,10 +353,23 @@ class CodeGen:
         mt = llvm_type(t, True)
         idx = self.expr(st, e.index, keep_ramp=True)
         base = self.buffer_ptr(st, e.buffer)
+        if isinstance(idx, Interleave):
+            if st.mask is None:
+                v = self.interleave(st, [self.load_vector(st, e, base, p) for p in idx.parts])
+                return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+            idx = self.val(st, idx)
         vector = isinstance(idx, Ramp) or isinstance(idx.type, ir.VectorType)
         if not vector:
             v = b.load(b.gep(base, [idx], source_etype=mt), typ=mt)
             return b.icmp_unsigned("!=", v, ir.Constant(I8T, 0)) if t.is_bool() else v
+        v = self.load_vector(st, e, base, idx)
+        return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+
+    def load_vector(self, st: _Fn, e: Load, base, idx):
+        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory."""
+        b = st.b
+        t = e.type
+        mt = llvm_type(t, True)
         lanes = idx.lanes if isinstance(idx, Ramp) else idx.type.count
         vt = ir.VectorType(mt, lanes)
         mask = st.mask
@@ -358,14 +384,10 @@ class CodeGen:
             else:
                 f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
                 v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        elif isinstance(stride, int) and stride == 0 and mask is None:
+            v = self.splat(st, b.load(b.gep(base, [idx.base], source_etype=mt), typ=mt), lanes)
         elif isinstance(stride, int) and 2 <= stride <= 8 and mask is None:
-            # a small constant stride: one dense load of the span the lanes cover (exactly
-            # that span, so nothing past the last lane is touched), then a shuffle
-            span = (lanes - 1) * stride + 1
-            wide = b.load(b.gep(base, [idx.base], source_etype=mt), typ=ir.VectorType(mt, span),
-                          align=max(1, t.bits // 8))
-            v = b.shuffle_vector(wide, ir.Constant(ir.VectorType(mt, span), ir.Undefined),
-                                 ir.Constant(ir.VectorType(I32T, lanes), [k * stride for k in range(lanes)]))
+            v = self.strided_load(st, b.gep(base, [idx.base], source_etype=mt), stride, lanes, mt, t)
         elif stride is not None and not isinstance(stride, int) and mask is None:
             # a run-time stride (a buffer's row stride): dense when it is 1, else a gather
             unit = b.icmp_signed("==", stride, ir.Constant(stride.type, 1))
@@ -383,7 +405,62 @@ class CodeGen:
             v = self.patterned_load(st, base, idx, t, vt)
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
-        return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
+        return v
+
+    def strided_load(self, st: _Fn, ptr, stride: int, lanes: int, mt, t: Type):
+        """Lanes ptr[0], ptr[stride], …: dense vectors of `lanes` elements covering exactly the
+        span the lanes touch (the last one overlapping its neighbour, so nothing past the last
+        lane is read), then one shuffle. A single load of the odd-sized span would be split by
+        LLVM into many small loads and inserts."""
+        b = st.b
+        align = max(1, t.bits // 8)
+        span = (lanes - 1) * stride + 1
+        n = -(-span // lanes)
+        offsets = [k * lanes for k in range(n - 1)] + [span - lanes]
+        vt = ir.VectorType(mt, lanes)
+        chunks = [b.load(ptr if o == 0 else b.gep(ptr, [ir.Constant(I32T, o)], source_etype=mt), typ=vt, align=align)
+                  for o in offsets]
+
+        def where(el):
+            k = min(el // lanes, n - 1)
+            return k * lanes + el - offsets[k]
+        mask = ir.Constant(ir.VectorType(I32T, lanes), [where(i * stride) for i in range(lanes)])
+        if n == 2:
+            return b.shuffle_vector(chunks[0], chunks[1], mask)
+        cat = self.concat(st, chunks)
+        return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+
+    def concat(self, st: _Fn, vecs):
+        """One vector holding the lanes of `vecs` one after another."""
+        b = st.b
+        vecs = list(vecs)
+        while len(vecs) > 1:
+            nxt = []
+            for i in range(0, len(vecs) - 1, 2):
+                x, y = vecs[i], vecs[i + 1]
+                nx, ny = x.type.count, y.type.count
+                n = max(nx, ny)
+                x, y = self._pad(st, x, n), self._pad(st, y, n)
+                nxt.append(b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32T, nx + ny),
+                                                              list(range(nx)) + [n + j for j in range(ny)])))
+            if len(vecs) % 2:
+                nxt.append(vecs[-1])
+            vecs = nxt
+        return vecs[0]
+
+    def _pad(self, st: _Fn, v, n: int):
+        m = v.type.count
+        if m == n:
+            return v
+        return st.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
+                                   ir.Constant(ir.VectorType(I32T, n), list(range(m)) + [0] * (n - m)))
+
+    def interleave(self, st: _Fn, vecs):
+        """Lane i of the result is lane i // k of vecs[i % k]."""
+        k, m = len(vecs), vecs[0].type.count
+        cat = self.concat(st, vecs)
+        return st.b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined),
+                                   ir.Constant(ir.VectorType(I32T, k * m), [(i % k) * m + i // k for i in range(k * m)]))
 
     def patterned_load(self, st: _Fn, base, iv, t: Type, vt):
         """A load at a vector of indices that, at run time, is often `first + P` for a known
@@ -492,7 +569,7 @@ class CodeGen:
 
     # ------------------------------------------------------------ expressions
     def splat(self, st: _Fn, v, lanes: int):
-        if isinstance(v, Ramp):
+        if isinstance(v, (Ramp, Interleave)):
             return self.val(st, v, lanes)
         if isinstance(v.type, ir.VectorType):
             return v
@@ -505,6 +582,8 @@ class CodeGen:
 
     def val(self, st: _Fn, v, lanes: int | None = None):
         """A plain LLVM value: ramps become vectors."""
+        if isinstance(v, Interleave):
+            return self.interleave(st, [self.val(st, p) for p in v.parts])
         if not isinstance(v, Ramp):
             return v
         b = st.b
@@ -558,6 +637,12 @@ class CodeGen:
             return self.load(st, e)
         if isinstance(e, Cast):
             v = self.expr(st, e.value, keep_ramp=True)
+            if isinstance(v, Interleave):
+                if t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate:
+                    return Interleave([Ramp(self.cast(st, t, p.base, e.value.type),
+                                            p.stride if isinstance(p.stride, int) else
+                                            self.cast(st, t, p.stride, e.value.type), p.lanes) for p in v.parts])
+                v = self.val(st, v)
             if isinstance(v, Ramp):
                 if t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate:
                     # index arithmetic: a widened ramp is still a ramp (no overflow within a vector)
@@ -594,9 +679,26 @@ class CodeGen:
         raise InternalError(f"codegen: unexpected expression {type(e).__name__}")
 
     def _ramp_binop(self, st, e: BinOp, a, c):
-        if not (isinstance(a, Ramp) or isinstance(c, Ramp)) or e.type.is_float() or e.type.bits < 32:
+        if not (isinstance(a, (Ramp, Interleave)) or isinstance(c, (Ramp, Interleave))) or e.type.is_float() \
+                or e.type.bits < 32:
             return None
         b = st.b
+        if isinstance(a, Interleave) or isinstance(c, Interleave):
+            return self._interleave_binop(st, e, a, c)
+        if e.op in ("/", "%") and isinstance(a, Ramp) and isinstance(a.stride, int):
+            k = _const_int(e.b)
+            if k is not None and k > 1:
+                if a.stride % k == 0:
+                    q = self.binop(st, e.op, a.base, ir.Constant(a.base.type, k), e.a.type)
+                    return Ramp(q, a.stride // k if e.op == "/" else 0, a.lanes)
+                if a.lanes % k == 0 and a.lanes // k >= 2:
+                    parts = []
+                    for r in range(k):
+                        br = a.base if r == 0 else b.add(a.base, ir.Constant(a.base.type, a.stride * r))
+                        q = self.binop(st, e.op, br, ir.Constant(br.type, k), e.a.type)
+                        parts.append(Ramp(q, a.stride if e.op == "/" else 0, a.lanes // k))
+                    return Interleave(parts)
+            return None
 
         def scalar(v):
             return not isinstance(v, Ramp) and not isinstance(v.type, ir.VectorType)
@@ -624,6 +726,35 @@ class CodeGen:
                 # times a run-time value (a buffer's stride): still a ramp, of run-time stride
                 return Ramp(b.mul(r.base, other), self._smul(b, r.stride, other), r.lanes)
         return None
+
+    def _interleave_binop(self, st, e: BinOp, a, c):
+        """An operation on an interleaved index done part by part (None: not possible)."""
+        b = st.b
+        k = len((a if isinstance(a, Interleave) else c).parts)
+
+        def split(v):
+            if isinstance(v, Interleave):
+                return v.parts if len(v.parts) == k and len({p.lanes for p in v.parts}) == 1 else None
+            if isinstance(v, Ramp):
+                if v.lanes % k:
+                    return None
+                sk = v.stride * k if isinstance(v.stride, int) else b.mul(v.stride, ir.Constant(v.stride.type, k))
+                return [Ramp(v.base if r == 0 else b.add(v.base, self._s(b, v.stride, v.base) if r == 1 else
+                                                          self._smul(b, v.stride, ir.Constant(v.base.type, r))),
+                             sk, v.lanes // k) for r in range(k)]
+            if isinstance(v.type, ir.VectorType):
+                return None
+            return [v] * k
+        pa, pc = split(a), split(c)
+        if pa is None or pc is None:
+            return None
+        out = []
+        for x, y in zip(pa, pc):
+            r = self._ramp_binop(st, e, x, y)
+            if not isinstance(r, Ramp):
+                return None
+            out.append(r)
+        return Interleave(out)
 
     def unify(self, st: _Fn, x, y):
         """Make a scalar and a vector operand both vectors."""

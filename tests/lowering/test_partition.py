@@ -215,8 +215,11 @@ schedule s {
 def test_strided_loads_are_shuffles_and_transposes_use_the_run_time_stride():
     p = hdsl.loads(STRIDED, "strided.hl")
     ir = str(generate(p.ir, lower(p.ir, "s").stmt, "strided"))
-    assert "load <31 x i16>" in ir          # 16 lanes of stride 2: one load of 31 elements
-    assert "load <22 x i16>" in ir          # 8 lanes of stride 3
+    # 16 lanes of stride 2 span 31 elements: two dense 16-lane loads (at 0 and at 15, so
+    # nothing past the span is read) and one shuffle; 8 lanes of stride 3 span 22: three loads
+    assert ir.count("load <16 x i16>") == 4 and "shufflevector <16 x i16>" in ir    # img(2x), img(2x + 1)
+    assert ir.count("load <8 x i16>") >= 3
+    assert "load <31 x i16>" not in ir and "load <22 x i16>" not in ir
     c = p.compile("host", schedule="s")
     for h, w in ((16, 48), (8, 24), (24, 40)):
         img = np.random.RandomState(w).randint(0, 30000, (h, w)).astype(np.uint16)
@@ -269,3 +272,39 @@ schedule s { out.reorder(c, x, y).vectorize(x, 8) }
     got = p.compile("host", schedule="s")(img=img)
     expected = img.astype(np.uint16) * np.array([1, 2, 3], np.uint16) + np.arange(19, dtype=np.uint16)[None, :, None]
     assert np.array_equal(got, expected)
+
+
+INTERLEAVED = """
+pipeline inter
+use boundary
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    e = repeat_edge(img)
+    g(x, y) = e(x, y) * 3 + 1
+    out(x, y) = g((x - 13) / 2, y) * 1000 + g((x - 13) % 4, y) * 10 + g((3 * x + 1) / 4, y) + (x - 7) % 4
+}
+schedule s {
+    g.compute_root()
+    out.vectorize(x, 8)
+}
+schedule s16 {
+    g.compute_root()
+    out.vectorize(x, 16)
+}
+"""
+
+
+def test_ramp_divided_or_modulo_a_constant_is_an_interleave_of_dense_loads():
+    """(x - 13) / 2 over 8 lanes is two 4-lane ramps interleaved (lane 2j + r is
+    (b + r) / 2 + j for any b, negative too): two dense loads and a shuffle, no run-time
+    pattern check; % 4 and (3x + 1) / 4 are interleaves too. Values against the evaluator."""
+    p = hdsl.loads(INTERLEAVED, "inter.hl")
+    ir = str(generate(p.ir, lower(p.ir, "s").stmt, "inter"))
+    assert "load <4 x i32>" in ir and "load <2 x i32>" in ir
+    assert "vector.reduce" not in ir           # no run-time pattern checks
+    for sched in ("s", "s16"):
+        c = p.compile("host", schedule=sched)
+        for w in (1, 5, 8, 13, 16, 29, 64):
+            img = np.random.RandomState(w).randint(-1000, 1000, (3, w + 3)).astype(np.int32)
+            assert np.array_equal(c.realize((w, 3), img=img), p.realize((w, 3), img=img)), (sched, w)
