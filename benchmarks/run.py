@@ -165,10 +165,13 @@ def case_interpolate(quick: bool):
     rng = np.random.RandomState(4)
     alpha = (rng.rand(h, w) < 0.1).astype(np.float32)[..., None]
     rgba = np.concatenate([rng.rand(h, w, 3).astype(np.float32) * alpha, alpha], axis=-1)
+    # both sides get the planar layout (x stride 1) the Halide peer reads; an interleaved
+    # array would make hdsl's Python API copy it to planar on every call
+    planar = np.ascontiguousarray(rgba.transpose(2, 0, 1)).transpose(1, 2, 0)
     impls = []
     for target in ("host", "host-fast_math"):
         out = np.empty((3, h, w), np.float32).transpose(1, 2, 0)
-        impls.append(hdsl_impl(ROOT / "examples" / "interpolate.hl", {"img": rgba}, out, target))
+        impls.append(hdsl_impl(ROOT / "examples" / "interpolate.hl", {"img": planar}, out, target))
     import halide_peers
     impls.append(halide_impl(halide_peers.interpolate(rgba)))
     return dict(name="interpolate", what="push-pull hole filling, 10 levels, RGBA f32 (Halide's app)",
