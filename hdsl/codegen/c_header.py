@@ -49,6 +49,7 @@ struct hdsl_argument {
 #define HDSL_ERROR_BOUND 3            /* a bound() directive is smaller than the region needed */
 #define HDSL_ERROR_OUT_OF_MEMORY 4
 #define HDSL_ERROR_BAD_BUFFER 5       /* a NULL buffer, or dims / elem_bytes not as declared */
+#define HDSL_ERROR_BUFFER_TOO_LARGE 6 /* a buffer spans 2^31 elements or more (offsets are 32-bit) */
 #endif
 """
 
@@ -172,6 +173,13 @@ def wrapper(p: Pipeline, name: str, impl: str) -> str:
     lines.append("    } else if (r == HDSL_ERROR_BOUND) {")
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "a bound() directive is smaller than the '
                  'region the pipeline needs");')
+    lines.append("    } else if (r == HDSL_ERROR_BUFFER_TOO_LARGE) {")
+    all_names = names + outs
+    lines.append(f"        static const char *names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in all_names)}}};")
+    lines.append(f'        if (info[0] >= 0) snprintf({name}__message, sizeof {name}__message, "buffer \'%s\' spans %lld '
+                 'elements; offsets are 32-bit (at most 2147483647 elements)", names[info[0]], (long long)info[1]);')
+    lines.append(f'        else snprintf({name}__message, sizeof {name}__message, "an intermediate buffer would have %lld '
+                 'elements; offsets are 32-bit (at most 2147483647 elements)", (long long)info[1]);')
     lines.append("    } else if (r == HDSL_ERROR_OUT_OF_MEMORY) {")
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "out of memory");')
     lines.append("    }")

@@ -25,6 +25,7 @@ from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Una
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
+from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE
 
 MAX_DIMS = 8
 I1T, I8T, I32T, I64T = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -149,9 +150,11 @@ class CodeGen:
             p = b.gep(args_ptr, [ir.Constant(I64T, i)], source_etype=PTR)
             return b.load(p, typ=PTR)
 
+        nbuf = 0
         for buf in self.p.inputs:
-            self._bind_buffer(st, buf.name, arg(k), buf.dims)
+            self._bind_buffer(st, buf.name, arg(k), buf.dims, nbuf)
             k += 1
+            nbuf += 1
         for prm in self.p.params:
             p = arg(k)
             t = prm.type
@@ -161,25 +164,45 @@ class CodeGen:
             st.syms[prm.name] = (v, t)
             k += 1
         for f in self.p.outputs:
-            self._bind_buffer(st, f.name, arg(k), f.dims)
+            self._bind_buffer(st, f.name, arg(k), f.dims, nbuf)
             k += 1
+            nbuf += 1
         self.stmt(st, stmt)
         if not b.block.is_terminated:
             b.ret(ir.Constant(I32T, 0))
         return self.module
 
-    def _bind_buffer(self, st: _Fn, name: str, ptr, dims: int):
+    def _bind_buffer(self, st: _Fn, name: str, ptr, dims: int, which: int):
+        """The buffer's host pointer, mins, extents and strides (i32). Offsets into it are
+        32-bit, so the elements it spans, Σ (extent - 1) * |stride| + 1, must be below 2^31."""
         b = st.b
         host = b.load(b.gep(ptr, [ir.Constant(I32T, 0), ir.Constant(I32T, 0)], source_etype=BUFFER_T), typ=PTR)
         st.syms[name] = (host, None)
+        span = ir.Constant(I64T, 1)
         for d in range(dims):
-            for field, what, t in ((3, "min", I32), (4, "extent", I32), (5, "stride", I64)):
+            fields = {}
+            for field, what in ((3, "min"), (4, "extent"), (5, "stride")):
                 p = b.gep(ptr, [ir.Constant(I32T, 0), ir.Constant(I32T, field), ir.Constant(I32T, d)],
                           source_etype=BUFFER_T)
-                v = b.load(p, typ=I64T)
-                if t == I32:
-                    v = b.trunc(v, I32T)
-                st.syms[f"{name}.{what}.{d}"] = (v, t)
+                fields[what] = v = b.load(p, typ=I64T)
+                st.syms[f"{name}.{what}.{d}"] = (b.trunc(v, I32T), I32)
+            stride = fields["stride"]
+            mag = b.select(b.icmp_signed("<", stride, ir.Constant(I64T, 0)), b.neg(stride), stride)
+            ext = fields["extent"]
+            ext = b.select(b.icmp_signed(">", ext, ir.Constant(I64T, 0)), ext, ir.Constant(I64T, 1))
+            span = b.add(span, b.mul(b.sub(ext, ir.Constant(I64T, 1)), mag))
+        self._check_size(st, span, which)
+
+    def _check_size(self, st: _Fn, elements, which: int):
+        """Return ERR_BUFFER_TOO_LARGE (info: which buffer, its elements) unless elements < 2^31;
+        `which` counts inputs then outputs, -1 is an intermediate."""
+        b = st.b
+        big = b.icmp_signed(">", elements, ir.Constant(I64T, 2 ** 31 - 1))
+        with b.if_then(big, likely=False):
+            if st.err_info is not None:
+                b.store(ir.Constant(I64T, which), b.gep(st.err_info, [ir.Constant(I64T, 0)], source_etype=I64T))
+                b.store(elements, b.gep(st.err_info, [ir.Constant(I64T, 1)], source_etype=I64T))
+            b.ret(ir.Constant(I32T, ERR_BUFFER_TOO_LARGE))
 
     # ------------------------------------------------------------ statements
     def stmt(self, st: _Fn, s: Stmt):
@@ -238,7 +261,9 @@ class CodeGen:
         elif isinstance(s, Store):
             self.store(st, s)
         elif isinstance(s, Allocate):
-            size = b.mul(self.expr(st, s.size), ir.Constant(I64T, max(1, s.type.bits // 8)))
+            elements = self.expr(st, s.size)
+            self._check_size(st, elements, -1)
+            size = b.mul(elements, ir.Constant(I64T, max(1, s.type.bits // 8)))
             size = b.select(b.icmp_signed(">", size, ir.Constant(I64T, 0)), size, ir.Constant(I64T, 1))
             rounded = b.and_(b.add(size, ir.Constant(I64T, 63)), ir.Constant(I64T, -64))
             # small buffers (a tile's intermediate, allocated once per tile) live on the

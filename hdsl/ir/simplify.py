@@ -98,7 +98,7 @@ def _simplify_node(e: Expr, memo: dict) -> Expr:
             return e.t
     if isinstance(e, Cast) and isinstance(e.value, Const) and not e.saturate:
         from hdsl.interp.scalar import cast_values
-        v = cast_values(e.type, np.asarray(e.value, dtype=e.value.type.dtype), e.value.type)
+        v = cast_values(e.type, np.asarray(e.value.value, dtype=e.value.type.dtype), e.value.type)
         return Const(e.type, v.item())
     if isinstance(e, Cast) and e.value.type == e.type:
         return e.value

@@ -2,9 +2,13 @@
 
 Each Func realization becomes one Allocate per tuple value, dim 0 densest
 (or in `reorder_storage` order); an access is Σ (arg_d - min_d) * stride_d
-in 64-bit arithmetic. Inputs and outputs are addressed through the mins and
-strides of the buffers the caller passed (vars `<name>.min.<d>`,
-`<name>.stride.<d>`), and buffer properties become those vars.
+in 32-bit arithmetic, as in Halide: every buffer holds fewer than 2^31
+elements (checked at run time: inputs and outputs on entry, allocations
+before they are made; error ERR_BUFFER_TOO_LARGE), so an in-bounds offset and
+each of its partial sums fit in i32, and vector gathers take 32-bit offsets.
+Inputs and outputs are addressed through the mins and strides of the buffers
+the caller passed (vars `<name>.min.<d>`, `<name>.stride.<d>`), and buffer
+properties become those vars.
 """
 from __future__ import annotations
 
@@ -31,12 +35,9 @@ def _index(name: str, args, folds=(), unit: int | None = 0) -> Expr:
             rel = BinOp("%", a, Const(I32, fold[d]), I32)
         else:
             rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
-        if d == unit:
-            term = Cast(I64, rel)
-        else:
-            term = BinOp("*", Cast(I64, rel), Var(f"{name}.stride.{d}", I64), I64)
-        total = term if total is None else BinOp("+", total, term, I64)
-    return total if total is not None else Const(I64, 0)
+        term = rel if d == unit else BinOp("*", rel, Var(f"{name}.stride.{d}", I32), I32)
+        total = term if total is None else BinOp("+", total, term, I32)
+    return total if total is not None else Const(I32, 0)
 
 
 class _Flattener:
@@ -91,7 +92,8 @@ class _Flattener:
             strides = {}
             fold = dict(s.folds)
             for d in order:
-                strides[d] = size
+                # (an i32 stride is exact whenever the size is: the allocation checks the size)
+                strides[d] = Cast(I32, size)
                 ext = Const(I64, fold[d]) if d in fold else Cast(I64, Var(f"{f.name}.extent.{d}", I32))
                 size = BinOp("*", size, ext, I64)
             for k in reversed(range(len(f.values))):

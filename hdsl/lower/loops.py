@@ -25,6 +25,9 @@ from hdsl.lower.symbolic import box_of, expr_bounds
 ERR_INPUT_BOUNDS = 1
 ERR_OUTPUT_BOUNDS = 2
 ERR_BOUND_DIRECTIVE = 3
+ERR_OUT_OF_MEMORY = 4
+ERR_BAD_BUFFER = 5
+ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
 
 
 def V(name: str) -> Var:

@@ -10,7 +10,7 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError
 from hdsl.ir.func import Pipeline
-from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
 
 DIM_NAMES = "xyc"
 
@@ -132,4 +132,10 @@ class NativePipeline:
                              "widen the bound, or shrink the output")
         if code == 4:
             return HdslError("out of memory", None)
+        if code == ERR_BUFFER_TOO_LARGE:
+            names = [b.name for b in self.p.inputs] + [f.name for f in self.p.outputs]
+            what = f"buffer '{names[info[0]]}'" if 0 <= info[0] < len(names) else "an intermediate buffer"
+            return HdslError(f"{what} spans {info[1]} elements; hdsl addresses buffers with 32-bit offsets "
+                             f"(at most 2^31 - 1 = 2147483647 elements, as Halide)", None,
+                             "process the image in pieces (a smaller output per call)")
         return HdslError(f"the compiled pipeline failed with error code {code}", None)

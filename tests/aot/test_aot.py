@@ -101,6 +101,13 @@ def test_shared_library_through_ctypes(built):
     assert bcol.stride[0] != 1
     assert lib.blur(ctypes.byref(bcol), ctypes.byref(bout)) == 5
     assert lib.blur_error_message().decode().startswith("buffer 'img' must have stride 1 in x")
+    # offsets are 32-bit: a buffer whose rows lie 2^31 elements apart is refused before any access
+    # (the host pointer is never dereferenced, so a small array stands in for the huge one)
+    bhuge = make_buffer(img.T)
+    bhuge.stride[1] = 2 ** 31
+    assert lib.blur(ctypes.byref(bhuge), ctypes.byref(bout)) == 6
+    assert lib.blur_error_message().decode() == \
+        f"buffer 'img' spans {(H - 1) * 2 ** 31 + W} elements; offsets are 32-bit (at most 2147483647 elements)"
 
 
 def test_nonzero_buffer_mins_are_honoured(built, tmp_path):
