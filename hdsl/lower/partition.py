@@ -145,30 +145,40 @@ class _Partitioner:
         # (max(min(x, hi), lo) becomes max(x, lo), then x)
         def n_hot_below(n):
             return sum(1 for m in walk(n) if id(m) in hot)
+        # (and again while something new is replaced: a clamp of a let whose value is a
+        # guard's min, `let x = min(base, max)` then `clamp(x, …)`, is linear only once the
+        # let's min has gone)
         lows, highs, repl = [], [], {}
-        for n in sorted((hot[i] for i in found), key=n_hot_below):
-            occurrences = found[id(n)]
-            cur = _replace(n, repl, {})
-            if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
-                continue            # e.g. a comparison also used outside an if's condition
-            choice = None
-            for k in range(len(_conditions(cur, True))):
-                bounds = []
-                for in_if, chain in occurrences:
-                    _, d, r = _conditions(cur, in_if)[k]
-                    b = self._solve(d, v, chain)
-                    if b is None:
+        pending = sorted((hot[i] for i in found), key=n_hot_below)
+        changed = True
+        while changed:
+            changed = False
+            for n in list(pending):
+                occurrences = found[id(n)]
+                cur = _replace(n, repl, {})
+                if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
+                    pending.remove(n)
+                    continue            # e.g. a comparison also used outside an if's condition
+                choice = None
+                for k in range(len(_conditions(cur, True))):
+                    bounds = []
+                    for in_if, chain in occurrences:
+                        _, d, r = _conditions(cur, in_if)[k]
+                        b = self._solve(d, v, chain, repl)
+                        if b is None:
+                            break
+                        bounds.append(b)
+                    else:
+                        choice = (k, bounds)
                         break
-                    bounds.append(b)
-                else:
-                    choice = (k, bounds)
-                    break
-            if choice is None:
-                continue
-            k, bounds = choice
-            repl[id(n)] = _conditions(cur, True)[k][2]
-            for kind, e in bounds:
-                (highs if kind == "hi" else lows).append(e)
+                if choice is None:
+                    continue
+                k, bounds = choice
+                repl[id(n)] = _conditions(cur, True)[k][2]
+                pending.remove(n)
+                changed = True
+                for kind, e in bounds:
+                    (highs if kind == "hi" else lows).append(e)
         if not repl:
             return loop
         m, e = loop.min, loop.extent
@@ -198,8 +208,9 @@ class _Partitioner:
         return LetStmt(lo_name, lo, LetStmt(hi_name, hi, Block(tuple(parts))))
 
     @staticmethod
-    def _solve(d: Expr, v: str, chain) -> tuple[str, Expr] | None:
-        """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L."""
+    def _solve(d: Expr, v: str, chain, repl: dict) -> tuple[str, Expr] | None:
+        """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L.
+        The lets' values are taken with the replacements already chosen (`repl`)."""
         inner = {b[1] for b in chain}
         # the lets inside the loop, substituted (innermost first: values may use outer ones)
         full = d
@@ -209,7 +220,7 @@ class _Partitioner:
                     if b[1] in _names(full):
                         return None
                     continue
-                full = _subst_var(full, b[1], b[2])
+                full = _subst_var(full, b[1], _replace(b[2], repl, {}))
         full = simplify(full)
         terms: dict = {}
         order: list = []

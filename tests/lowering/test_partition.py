@@ -308,3 +308,33 @@ def test_ramp_divided_or_modulo_a_constant_is_an_interleave_of_dense_loads():
         for w in (1, 5, 8, 13, 16, 29, 64):
             img = np.random.RandomState(w).randint(-1000, 1000, (3, w + 3)).astype(np.int32)
             assert np.array_equal(c.realize((w, 3), img=img), p.realize((w, 3), img=img)), (sched, w)
+
+
+CHANNELS_INSIDE = """
+pipeline rp
+use boundary
+input  img: u16[3]
+output out: u16[3]
+algorithm {
+    clamped = repeat_edge(img)
+    out(x, y, c) = clamped(x, y, c) + clamped(x + 1, y, c)
+}
+schedule s { out.reorder(c, x, y).vectorize(x, 8) }
+"""
+
+
+def test_clamp_of_a_let_that_is_a_tail_guard_min_goes_in_the_steady_state():
+    """out.reorder(c, x, y): x is `let x = min(base, x.max)` inside the channel loop; the
+    boundary clamp of x is linear only once that min is gone, so the pass iterates (it used
+    to keep the clamp, and every steady-state load was a run-time pattern check)."""
+    p = hdsl.loads(CHANNELS_INSIDE, "rp.hl")
+    stmt = lower(p.ir, "s").stmt
+    pro, steady, epi = _loops(stmt, "out.s0.x$1")
+    # x's clamps (a min and a max per tap: 4), the let's min and the tail guard are gone;
+    # y's and c's clamps (scalar: 4) stay
+    assert _minmax_in_vector_code(steady) == 4
+    assert _minmax_in_vector_code(pro) == _minmax_in_vector_code(epi) == 4 + 4 + 1 + 1
+    c = p.compile("host", schedule="s")
+    for w in (1, 2, 7, 8, 9, 17, 40):
+        img = np.random.RandomState(w).randint(0, 30000, (3, w, 3)).astype(np.uint16)
+        assert np.array_equal(c(img=img), p(img=img)), w
