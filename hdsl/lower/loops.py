@@ -54,6 +54,58 @@ def div(a, b):
     return simplify(BinOp("/", a, b, I32))
 
 
+def monotonic(e: Expr, y: str) -> int | None:
+    """How integer expression e moves as var y grows: 1 never down, -1 never up, 0 not at
+    all, None unknown. (Floor division by a positive constant, min and max keep the
+    direction, so `(min(y, m) + 1) / 2` moves forward although its step is 0 or 1.)"""
+    from hdsl.ir.expr import Cast, free_vars
+
+    def comb(a, b):
+        if a is None or b is None:
+            return None
+        if a == 0 or a == b:
+            return b
+        return a if b == 0 else None
+
+    def neg(a):
+        return None if a is None else -a
+
+    def go(n):
+        if y not in free_vars(n):
+            return 0
+        if isinstance(n, Var):
+            return 1 if n.name == y else None
+        if isinstance(n, Cast):
+            return go(n.value) if n.type.is_int() and n.value.type.is_int() and n.type.bits >= n.value.type.bits \
+                and not n.saturate else None
+        if isinstance(n, BinOp):
+            if n.op == "+":
+                return comb(go(n.a), go(n.b))
+            if n.op == "-":
+                return comb(go(n.a), neg(go(n.b)))
+            if n.op in ("min", "max"):
+                return comb(go(n.a), go(n.b))
+            if n.op in ("*", "/") and isinstance(n.b, Const) and n.b.type.is_int():
+                k = n.b.value
+                m = go(n.a)
+                return 0 if k == 0 else (m if k > 0 else neg(m))
+            if n.op == "*" and isinstance(n.a, Const) and n.a.type.is_int():
+                k = n.a.value
+                return 0 if k == 0 else (go(n.b) if k > 0 else neg(go(n.b)))
+            return None
+        if isinstance(n, Select) and y not in free_vars(n.cond):
+            return comb(go(n.t), go(n.f))
+        if isinstance(n, Select) and isinstance(n.cond, BinOp) and n.cond.op == "<=" and \
+                isinstance(n.cond.a, Var) and n.cond.a.name == y and y not in free_vars(n.cond.b) and \
+                isinstance(n.f, BinOp) and n.f.op == "max" and n.t in (n.f.a, n.f.b) and \
+                go(n.t) == 1 and go(n.f) == 1:
+            # a slid window's start, select(y <= first, lo, max(lo, …)): never below lo,
+            # which never goes down, and then moving up
+            return 1
+        return None
+    return go(e)
+
+
 @dataclass
 class Level:
     """Where a Func is computed or stored: root, inline, or inside loop `var` of `func`'s stage."""
@@ -373,10 +425,9 @@ class LoopBuilder:
             return None
         d = moving[0]
         lo, hi = region[d]
+        if monotonic(lo, y) not in (0, 1) or monotonic(hi, y) not in (0, 1):
+            return None          # not provably moving forward: compute the whole region each time
         prev = substitute(hi, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
-        step = simplify(sub(hi, prev))
-        if not (isinstance(step, Const) and step.value >= 0):
-            return None          # not provably monotonic: compute the whole region each time
         first = BinOp("<=", V(y), loop.min, BOOL)
         region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
         window = simplify(add(sub(hi, lo), I(1)))

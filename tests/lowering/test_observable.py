@@ -61,6 +61,56 @@ def test_sliding_window_storage_is_folded_to_four_rows():
     assert "folded y mod 4" in text
 
 
+COUNTING_UPSAMPLE = """
+pipeline up
+use boundary
+input img: i32[2]
+output out: i32[2]
+algorithm {
+    clamped = repeat_edge(img)
+    # two upsampling levels, as in a pyramid's collapse: each output row needs rows
+    # (y - 1) / 2 and (y + 1) / 2 of the coarser level
+    c2(x, y) = print(clamped(x, y) * 3, "c2", x, y)
+    c1(x, y) = print(c2(x / 2, (y - 1) / 2) + c2(x / 2, (y + 1) / 2), "c1", x, y)
+    out(x, y) = c1(x / 2, (y - 1) / 2) + c1(x / 2, (y + 1) / 2)
+}
+schedule sliding {
+    out.split(y, yo, yi, 8)
+    c1.store_at(out, yo).compute_at(out, yi)
+    c2.store_at(out, yo).compute_at(out, yi)
+}
+"""
+
+
+def test_sliding_window_with_a_half_rate_footprint(capfd):
+    """c1's rows for out's row y are (y - 1) / 2 .. (y + 1) / 2: a window whose step is 0 or 1,
+    never constant; and c2's region follows c1's slid one. Both are monotonic, so each row of
+    c1 and of c2 is computed once per strip of 8 output rows (before, every output row
+    recomputed two rows of each)."""
+    p = hdsl.loads(COUNTING_UPSAMPLE, "up.hl")
+    img = np.random.RandomState(5).randint(-100, 100, (6, 5)).astype(np.int32)
+    w, h = 16, 24
+    expected = p.realize((w, h), img=img)
+    capfd.readouterr()
+    c = p.compile("host", schedule="sliding")
+    out = c.realize((w, h), img=img)
+    text = capfd.readouterr().out.splitlines()
+    assert np.array_equal(out, expected)
+    for tag in ("c1", "c2"):
+        points = [tuple(int(v) for v in l.split(f" {tag} ")[1].split()) for l in text if f" {tag} " in l]
+        per_strip = {}
+        for yo in range(h // 8):
+            ys = range(yo * 8, yo * 8 + 8)
+            rows = sorted({r for y in ys for r in ((y - 1) // 2, (y + 1) // 2)})
+            if tag == "c2":
+                rows = sorted({r for y in rows for r in ((y - 1) // 2, (y + 1) // 2)})
+            per_strip[yo] = rows
+        expected_rows = [r for yo in per_strip for r in per_strip[yo]]
+        width = (w // 2) if tag == "c1" else (w // 4)
+        assert len(points) == width * len(expected_rows), tag
+        assert sorted(y for _, y in points) == sorted(r for r in expected_rows for _ in range(width)), tag
+
+
 VEC = """
 pipeline scale
 input img: f32[2]
