@@ -109,6 +109,25 @@ def test_lower_prints_passes(capsys):
     assert code == 1 and "unknown pass 'nothing'" in err
 
 
+def test_lower_prints_shared_subexpressions_once(capsys):
+    """camera_pipe inlines its demosaic into the colour correction: the expressions are DAGs
+    whose trees are exponentially large (printing them took over ten minutes). Large
+    statements print their shared parts as `let tN = …` lines first."""
+    camera = Path(__file__).resolve().parents[1] / "examples" / "camera_pipe.hl"
+    code, out, _ = run(capsys, "lower", camera)
+    assert code == 0
+    assert len(out) < 400_000 and "let t0 = " in out
+    # every name is defined before the line that uses it
+    defined = set()
+    import re
+    for line in out.splitlines():
+        for used in re.findall(r"\bt(\d+)\b", line.split("=", 1)[1] if line.strip().startswith("let t") else line):
+            assert f"t{used}" in defined, line[:120]
+        m = re.match(r"\s*let (t\d+) = ", line)
+        if m:
+            defined.add(m.group(1))
+
+
 def test_compile_writes_object_and_header(tmp_path, capsys):
     code, out, _ = run(capsys, "compile", BLUR, "-o", tmp_path, "--emit", "o,h,stmt")
     assert code == 0

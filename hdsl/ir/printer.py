@@ -10,7 +10,19 @@ _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "
          "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
 
 
+# id(node) -> the name a large statement's shared subexpression is printed under (see _shared)
+_NAMES: dict[int, str] = {}
+
+# a statement whose expressions would print as more nodes than this (expressions are DAGs: an
+# inlined pipeline shares subtrees, and printed as trees they can grow exponentially) is
+# printed with its shared subexpressions as `let tN = …` lines first, like Halide's stmt files
+_TREE_LIMIT = 4000
+
+
 def expr_str(e: Expr, prec: int = 0) -> str:
+    name = _NAMES.get(id(e))
+    if name is not None:
+        return name
     if isinstance(e, Const):
         if e.type.is_bool():
             return "true" if e.value else "false"
@@ -60,7 +72,70 @@ def _last(lo: Expr, extent: Expr) -> str:
     return expr_str(simplify(BinOp("-", BinOp("+", lo, extent, I32), Const(I32, 1), I32)))
 
 
+def _tree_size(roots) -> int:
+    memo: dict[int, int] = {}
+
+    def size(n):
+        hit = memo.get(id(n))
+        if hit is None:
+            hit = memo[id(n)] = 1 + sum(size(k) for k in n.children())
+        return hit
+    return sum(size(r) for r in roots)
+
+
+def _shared(roots) -> list[Expr]:
+    """The non-leaf nodes reached by more than one edge of the DAG, children before parents."""
+    refs: dict[int, int] = {}
+    order: list[Expr] = []
+
+    def visit(n):
+        refs[id(n)] = refs.get(id(n), 0) + 1
+        if refs[id(n)] > 1:
+            return
+        for k in n.children():
+            visit(k)
+        order.append(n)
+    for r in roots:
+        visit(r)
+    return [n for n in order if refs[id(n)] > 1 and n.children() and id(n) not in _NAMES]
+
+
+def _exprs_of(s: Stmt) -> list[Expr]:
+    if isinstance(s, For):
+        return [s.min, s.extent]
+    if isinstance(s, LetStmt):
+        return [s.value]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Provide):
+        return list(s.args) + list(s.values)
+    if isinstance(s, Store):
+        return [s.index, s.value]
+    if isinstance(s, (Assert, Evaluate)):
+        return [s.cond] if isinstance(s, Assert) else [s.value]
+    return []
+
+
 def stmt_str(s: Stmt, indent: int = 0) -> str:
+    exprs = _exprs_of(s)
+    if exprs and _tree_size(exprs) > _TREE_LIMIT:
+        pad = "  " * indent
+        added, lines = [], []
+        try:
+            for n in _shared(exprs):
+                text = expr_str(n)
+                name = f"t{len(_NAMES)}"
+                _NAMES[id(n)] = name
+                added.append(id(n))
+                lines.append(f"{pad}let {name} = {text}\n")
+            return "".join(lines) + _stmt_str(s, indent)
+        finally:
+            for k in added:
+                del _NAMES[k]
+    return _stmt_str(s, indent)
+
+
+def _stmt_str(s: Stmt, indent: int = 0) -> str:
     pad = "  " * indent
     if isinstance(s, For):
         kind = "" if s.kind == "serial" else s.kind + " "
