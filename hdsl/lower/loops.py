@@ -165,6 +165,9 @@ class _StageShape:
         self.lets: list[tuple[str, Expr]] = []            # internal name := expr (creation order)
         self.guards: list[Expr] = []
         self.versions: dict[str, int] = {}
+        # unroll/vectorize of a whole loop whose extent is not constant here: decided once
+        # bounds inference has given the loop's range (internal name -> (directive, var))
+        self.deferred: dict[str, tuple] = {}
 
     def fresh(self, user: str) -> str:
         n = self.versions.get(user, 0)
@@ -271,9 +274,8 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 target = v
                 ext = simplify(shape.bounds[shape.internal[v]][1])
                 if d.name != "parallel" and not isinstance(ext, Const):
-                    raise HdslError(f"{d.name}({v}) needs a loop of constant extent, but the extent of '{v}' "
-                                    "depends on the output's size", d.span,
-                                    f"split it first, {d.name}({v}, 8), or fix its range with bound({v}, 0, N)")
+                    # (the region may still turn out constant: f(x, y, 0) + f(x, y, 1))
+                    shape.deferred[shape.internal[target]] = (d, v)
             shape.kinds[shape.internal[target]] = kind
         elif d.name in ("gpu_blocks", "gpu_threads"):
             # host emulation: blocks run on the thread pool, threads serially
@@ -290,6 +292,7 @@ class LoopBuilder:
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
         self.slid = None        # (dim, window) of the last sliding-window rewrite
+        self.deferred: dict[str, tuple] = {}     # loops to unroll/vectorize whole, see fix_extents
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -337,6 +340,7 @@ class LoopBuilder:
                 body = IfThenElse(self._subst(u.rdom.predicate, mapping, rmap, u.rdom), body)
             directives = fs.stages.get(stage - 1, [])
         apply_directives(shape, directives, stage == 0, is_output, f)
+        self.deferred.update(shape.deferred)
         return shape.nest(body)
 
     @staticmethod
@@ -530,3 +534,48 @@ def innermost_loop_using(stmt: Stmt, f: Func) -> str | None:
         if len(users) != 1:
             return best
         s = users[0]
+
+
+def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:
+    """unroll(c) / vectorize(c) of a whole loop need its extent to be a constant: with the
+    lets that bounds inference wrote substituted where they are constants (a producer read
+    at c = 0 and 1 only, or inside an output's bound(c, 0, 3)), it often is; else the user
+    gets a positioned error."""
+    from hdsl.ir.expr import subst_vars
+
+    def visit(s: Stmt, env: dict) -> Stmt:
+        if isinstance(s, LetStmt):
+            v = simplify(subst_vars(s.value, env)) if env else s.value
+            inner = dict(env, **{s.name: v}) if isinstance(v, Const) else env
+            body = visit(s.body, inner)
+            return s if body is s.body else LetStmt(s.name, s.value, body)
+        if isinstance(s, For) and s.var in deferred:
+            d, v = deferred[s.var]
+            ext = simplify(subst_vars(s.extent, env))
+            if not isinstance(ext, Const):
+                raise HdslError(f"{d.name}({v}) needs a loop of constant extent, but the extent of '{v}' "
+                                "depends on the output's size", d.span,
+                                f"split it first, {d.name}({v}, 8), or fix its range with bound({v}, 0, N)")
+            return For(s.var, s.min, ext, s.kind, visit(s.body, env))
+        kids = children(s)
+        if not kids:
+            return s
+        new = [visit(k, env) for k in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            return s
+        return _rebuild_stmt(s, new)
+    return visit(stmt, {}) if deferred else stmt
+
+
+def _rebuild_stmt(s: Stmt, kids: list[Stmt]) -> Stmt:
+    if isinstance(s, Block):
+        return Block(tuple(kids))
+    if isinstance(s, For):
+        return For(s.var, s.min, s.extent, s.kind, kids[0])
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, s.value, kids[0])
+    if isinstance(s, Realize):
+        return Realize(s.func, s.bounds, kids[0], s.folds)
+    if isinstance(s, IfThenElse):
+        return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+    raise AssertionError(type(s).__name__)

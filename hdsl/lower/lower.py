@@ -17,7 +17,8 @@ from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
-from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, func_schedules,
+from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, fix_extents,
+                              func_schedules,
                               inject_at_loop, innermost_loop_using)
 from hdsl.lower.symbolic import box_of
 
@@ -108,7 +109,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", None)
                 stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
-    return stmt
+    return fix_extents(stmt, lb.deferred)
 
 
 def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:

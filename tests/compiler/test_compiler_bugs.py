@@ -463,3 +463,74 @@ schedule s { lut.compute_root() }
     v = ((100 - 200 + 300) * a.astype(np.int64)) // 256
     assert expected.tolist() == (np.clip(v.astype(np.int16), 0, 1023) % 256).tolist()
     assert got.tolist() == expected.tolist()
+
+
+UNROLL_AFTER_BOUNDS = """
+pipeline unroll_after_bounds
+input  img: u8[3]
+output out: u16[3]
+output sums: i32[2]
+algorithm {
+    g(x, y, c) = u16(img(x, y, c)) * u16(c + 1)
+    two(x, y) = g(x, y, 0) + g(x, y, 1)          # g is read at c = 0 and 1 only
+    k(x, y, c) = u16(img(x, y, c)) + u16(c)
+    out(x, y, c) = k(x, y, c) + two(x, y)
+    h(x, y, c) = i32(0)
+    h(x, y, c) = h(x, y, c) + i32(img(x, y, c)) * (c + 1)
+    sums(x, y) = h(x, y, 0) + h(x, y, 1) + h(x, y, 2)
+}
+schedule s {
+    out.bound(c, 0, 3).reorder(c, x, y)
+    k.compute_at(out, x).unroll(c)               # per x of out, all of out's bound c = 0 .. 2
+    h.compute_at(sums, x).bound(c, 0, 3)
+    h.update(0).unroll(c)
+}
+schedule pair {
+    g.compute_at(two, y).unroll(c)               # g's region in c: exactly 0 .. 1
+    two.compute_root()
+    h.compute_root()
+}
+schedule refused {
+    g.compute_root().unroll(x)
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["s", "pair"])
+def test_unroll_of_a_loop_whose_extent_bounds_inference_makes_constant(schedule):
+    """(found by helper-9 and helper-10 writing camera_pipe) unroll(c) of a producer read at
+    c = 0 and 1, of a producer inside an output's bound(c, 0, 3), and of an update whose
+    Func has bound(c, 0, 3) were refused ("needs a loop of constant extent"); Halide accepts
+    them. The extent is now judged after bounds inference."""
+    p = hdsl.loads(UNROLL_AFTER_BOUNDS, "<repro>")
+    from hdsl.lower.lower import lower
+    from hdsl.ir.stmt import For
+    stmt = lower(p.ir, schedule).stages["schedule_functions"]
+    unrolled = []
+
+    def visit(s):
+        if isinstance(s, For) and s.kind == "unrolled":
+            unrolled.append((s.var, s.extent.value))
+        from hdsl.ir.stmt import children
+        for k in children(s):
+            visit(k)
+    visit(stmt)
+    if schedule == "s":
+        assert ("k.s0.c", 3) in unrolled and ("h.s1.c", 3) in unrolled
+    else:
+        assert ("g.s0.c", 2) in unrolled
+    img = np.random.RandomState(1).randint(0, 255, (5, 7, 3)).astype(np.uint8)
+    c = p.compile("host", schedule=schedule)
+    got = c(img=img)
+    expected = p(img=img)
+    for a, b in zip(got, expected):
+        assert np.array_equal(a, b)
+
+
+def test_unroll_of_a_loop_of_run_time_extent_is_a_positioned_error():
+    p = hdsl.loads(UNROLL_AFTER_BOUNDS, "repro.hl")
+    with pytest.raises(hdsl.HdslError) as e:
+        p.compile("host", schedule="refused")
+    text = e.value.render() if hasattr(e.value, "render") else str(e.value)
+    assert "unroll(x) needs a loop of constant extent" in text
+    assert "repro.hl:" in text
