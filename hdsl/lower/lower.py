@@ -112,6 +112,37 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
     return fix_extents(stmt, lb.deferred)
 
 
+def check_uses_in_scope(p: Pipeline, sched: Schedule | None, stmt: Stmt) -> None:
+    """Every call of a Func lies inside the loops it is computed in: `g.compute_at(two, y)`
+    while `out` also reads g outside two's loops is the user's mistake, said as such."""
+    from hdsl.ir.expr import FuncCall, walk
+    from hdsl.ir.stmt import Provide, Realize, children, own_exprs
+    outputs = {id(f) for f in p.outputs}
+
+    def where(f):
+        for d in (sched.directives.get(id(f), []) if sched is not None else []):
+            if d.name in ("compute_at", "store_at", "compute_inline"):
+                return d.span
+        return getattr(f, "span", None)
+
+    def visit(s: Stmt, scope: frozenset, producer):
+        if isinstance(s, Realize):
+            scope = scope | {id(s.func)}
+        if isinstance(s, Provide):
+            producer = s.func
+        for e in own_exprs(s):
+            for n in walk(e):
+                if isinstance(n, FuncCall) and id(n.func) not in scope and id(n.func) not in outputs:
+                    user = f"'{producer.name}'" if producer is not None else "the pipeline"
+                    raise HdslError(f"'{n.func.name}' is used by {user} outside the loops it is computed in",
+                                    where(n.func),
+                                    f"compute '{n.func.name}' at a loop that encloses every use of it "
+                                    "(the consumers' common loop), or compute_root()")
+        for k in children(s):
+            visit(k, scope, producer)
+    visit(stmt, frozenset(), None)
+
+
 def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
     """Before any memory is touched: every input covers what is read, every output what is written."""
     checks = []
@@ -154,6 +185,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Low
         return out
 
     stmt = run("schedule_functions", schedule_functions, p, sched)
+    check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     orders = {}
     if sched is not None:
