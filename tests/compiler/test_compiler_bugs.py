@@ -534,3 +534,27 @@ def test_unroll_of_a_loop_of_run_time_extent_is_a_positioned_error():
     text = e.value.render() if hasattr(e.value, "render") else str(e.value)
     assert "unroll(x) needs a loop of constant extent" in text
     assert "repro.hl:" in text
+
+
+def test_compute_at_a_loop_that_does_not_enclose_every_use_is_a_user_error():
+    """g.compute_at(two, y) while out also reads g: was an internal compiler error (codegen:
+    unbound variable g.min.0); now the schedule line is shown."""
+    text = """pipeline bad
+input  img: u8[2]
+output out: u16[2]
+algorithm {
+    g(x, y) = u16(img(x, y)) * u16(2)
+    two(x, y) = g(x, y) + g(x + 1, y)
+    out(x, y) = g(x, y) + two(x, y)
+}
+schedule {
+    g.compute_at(two, y)
+    two.compute_root()
+}
+"""
+    p = hdsl.loads(text, "bad.hl")
+    with pytest.raises(hdsl.HdslError) as e:
+        p.compile("host")
+    text = e.value.render() if hasattr(e.value, "render") else str(e.value)
+    assert "'g' is used by 'out' outside the loops it is computed in" in text
+    assert "bad.hl:10:" in text and "g.compute_at(two, y)" in text
