@@ -28,6 +28,12 @@ have something to show.
               a colour scene (linearized, white-balanced for the sensor), with
               shot noise and a few hot pixels; the pipeline crops 16 and 12
               pixels per side, so its output is 256x192
+- shapes.png  8-bit gray, 160x120: two bright objects (a disk and a rounded
+              bar; the object mask is shapes_mask.npy) on a shaded, noisy
+              background, for the level-set segmentation examples/level_set.py
+- shapes_phi0.npy  f32, 160x120: the initial level-set function for it,
+              -2 inside a rectangle 8 pixels in from the border, 2 outside
+              (the input `hdsl run examples/level_set.hl` needs besides the image)
 - camera_matrix_3200.npy, camera_matrix_7000.npy  the 3x4 f32 colour matrices
               (row per output channel, then an offset) of the Nokia N900 sensor
               at 3200 K and 7000 K, from Halide's apps/camera_pipe/process.cpp
@@ -110,6 +116,22 @@ def write_bayer() -> None:
     np.save(HERE / "camera_matrix_7000.npy", np.array(m7000, dtype=np.float32))
 
 
+def write_shapes() -> None:
+    w, h = 160, 120
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    disk = (x - 52) ** 2 + (y - 58) ** 2 < 26 ** 2
+    bar = (np.abs(x - 118) < 18) & (np.abs(y - 64) < 34) & \
+        ~(((np.abs(x - 118) > 10) & (np.abs(y - 64) > 26)) & ((np.abs(x - 118) - 10) ** 2 + (np.abs(y - 64) - 26) ** 2 > 64))
+    mask = disk | bar
+    background = 0.25 + 0.1 * np.sin(x / 40.0) * np.cos(y / 30.0)
+    image = np.where(mask, 0.8, background) + np.random.RandomState(13).normal(0.0, 0.02, size=(h, w))
+    Image.fromarray(np.round(np.clip(image, 0, 1) * 255).astype(np.uint8)).save(HERE / "shapes.png")
+    np.save(HERE / "shapes_mask.npy", mask)
+    phi = np.full((h, w), 2.0, np.float32)
+    phi[8:h - 8, 8:w - 8] = -2.0
+    np.save(HERE / "shapes_phi0.npy", phi)
+
+
 def main() -> None:
     gray16 = np.round(scene(seed=1) * GRAY16_MAX).astype(np.uint16)
     Image.fromarray(gray16).save(HERE / "gray16.png")
@@ -123,7 +145,8 @@ def main() -> None:
     write_rgba_holes(rgb)
     write_bayer()
     write_gray_f32()
-    for name in ("gray16.png", "gray8.png", "rgb8.png", "rgb16.png", "rgba_holes.npy", "gray_f32.npy", "bayer16.png",
+    write_shapes()
+    for name in ("shapes.png", "shapes_mask.npy", "shapes_phi0.npy", "gray16.png", "gray8.png", "rgb8.png", "rgb16.png", "rgba_holes.npy", "gray_f32.npy", "bayer16.png",
                  "camera_matrix_3200.npy", "camera_matrix_7000.npy"):
         print(f"{HERE / name}: {(HERE / name).stat().st_size // 1024} KiB")
 
