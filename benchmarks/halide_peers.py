@@ -92,82 +92,320 @@ def iir(img: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
     return Peer(out, hl.Buffer(hl.Float(32), [w, h]), [img], lambda a: a)
 
 
-def local_laplacian(img_planar: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0) -> Peer:
-    """Halide's apps/local_laplacian structure and CPU schedule (J = 8). img_planar: (3, H, W) u16."""
+def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
+                    strict: bool = False, schedule: bool = True) -> Peer:
+    """apps/local_laplacian/local_laplacian_generator.cpp (release 21), J = 8 levels, with its CPU
+    schedule (examples/local_laplacian.hl has the same; schedule=False: the pyramid levels
+    compute_root, the rest inlined). img: (H, W, 3) u16."""
     hl = _hl()
     J = 8
-    _, h, w = img_planar.shape
-    x, y, c, k, yo = [hl.Var(n) for n in ("x", "y", "c", "k", "yo")]
-    inp = hl.ImageParam(hl.UInt(16), 3, "img")
-    L = hl.Param(hl.Int(32), "levels", levels)
-    A, B = hl.Param(hl.Float(32), "alpha", alpha), hl.Param(hl.Float(32), "beta", beta)
-    f = hl.f32
+    x, y, c, k, yo = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("k"), hl.Var("yo")
+    inp = hl.ImageParam(hl.UInt(16), 3, "input")
+    p_levels = hl.Param(hl.Int(32), "levels", levels)
+    p_alpha = hl.Param(hl.Float(32), "alpha", alpha)
+    p_beta = hl.Param(hl.Float(32), "beta", beta)
 
-    def down(g):
-        dx, dy = hl.Func("dx"), hl.Func("dy")
-        dx[x, y, hl._] = (g[2 * x - 1, y, hl._] + f(3.0) * (g[2 * x, y, hl._] + g[2 * x + 1, y, hl._])
-                          + g[2 * x + 2, y, hl._]) / f(8.0)
-        dy[x, y, hl._] = (dx[x, 2 * y - 1, hl._] + f(3.0) * (dx[x, 2 * y, hl._] + dx[x, 2 * y + 1, hl._])
-                          + dx[x, 2 * y + 2, hl._]) / f(8.0)
-        return dy
+    def downsample(f, dims):
+        downx, downy = hl.Func(), hl.Func()
+        if dims == 3:
+            downy[x, y, k] = (f[x, 2 * y - 1, k] + 3.0 * (f[x, 2 * y, k] + f[x, 2 * y + 1, k]) + f[x, 2 * y + 2, k]) / 8.0
+            downx[x, y, k] = (downy[2 * x - 1, y, k] + 3.0 * (downy[2 * x, y, k] + downy[2 * x + 1, y, k])
+                              + downy[2 * x + 2, y, k]) / 8.0
+        else:
+            downy[x, y] = (f[x, 2 * y - 1] + 3.0 * (f[x, 2 * y] + f[x, 2 * y + 1]) + f[x, 2 * y + 2]) / 8.0
+            downx[x, y] = (downy[2 * x - 1, y] + 3.0 * (downy[2 * x, y] + downy[2 * x + 1, y]) + downy[2 * x + 2, y]) / 8.0
+        return downx
 
-    def up(g):
-        ux, uy = hl.Func("ux"), hl.Func("uy")
-        ux[x, y, hl._] = hl.lerp(g[(x + 1) // 2, y, hl._], g[(x - 1) // 2, y, hl._], f((x % 2) * 2 + 1) / f(4.0))
-        uy[x, y, hl._] = hl.lerp(ux[x, (y + 1) // 2, hl._], ux[x, (y - 1) // 2, hl._], f((y % 2) * 2 + 1) / f(4.0))
-        return uy
+    def upsample(f, dims):
+        upx, upy = hl.Func(), hl.Func()
+        if dims == 3:
+            upx[x, y, k] = hl.lerp(f[(x + 1) // 2, y, k], f[(x - 1) // 2, y, k], ((x % 2) * 2 + 1) / hl.f32(4.0))
+            upy[x, y, k] = hl.lerp(upx[x, (y + 1) // 2, k], upx[x, (y - 1) // 2, k], ((y % 2) * 2 + 1) / hl.f32(4.0))
+        else:
+            upx[x, y] = hl.lerp(f[(x + 1) // 2, y], f[(x - 1) // 2, y], ((x % 2) * 2 + 1) / hl.f32(4.0))
+            upy[x, y] = hl.lerp(upx[x, (y + 1) // 2], upx[x, (y - 1) // 2], ((y % 2) * 2 + 1) / hl.f32(4.0))
+        return upy
 
     remap = hl.Func("remap")
-    fx = f(x) / f(256.0)
-    remap[x] = A * fx * hl.exp(-fx * fx / f(2.0))
+    fx = hl.cast(hl.Float(32), x) / 256.0
+    remap[x] = p_alpha * fx * hl.exp(-fx * fx / 2.0)
     clamped = hl.BoundaryConditions.repeat_edge(inp)
     floating = hl.Func("floating")
-    floating[x, y, c] = f(clamped[x, y, c]) / f(65535.0)
+    floating[x, y, c] = clamped[x, y, c] / hl.f32(65535.0)
     gray = hl.Func("gray")
-    gray[x, y] = f(0.299) * floating[x, y, 0] + f(0.587) * floating[x, y, 1] + f(0.114) * floating[x, y, 2]
-    gP = [hl.Func(f"gP{j}") for j in range(J)]
-    level = f(k) / f(L - 1)
-    idx = hl.clamp(hl.i32(gray[x, y] * f(L - 1) * f(256.0)), 0, (L - 1) * 256)
-    gP[0][x, y, k] = B * (gray[x, y] - level) + level + remap[idx - 256 * k]
+    gray[x, y] = hl.f32(0.299) * floating[x, y, 0] + hl.f32(0.587) * floating[x, y, 1] + hl.f32(0.114) * floating[x, y, 2]
+    gP = [hl.Func(f"gPyramid{j}") for j in range(J)]
+    level = k * (hl.f32(1.0) / (p_levels - 1))
+    idx = gray[x, y] * hl.cast(hl.Float(32), p_levels - 1) * 256.0
+    idx = hl.clamp(hl.cast(hl.Int(32), idx), 0, (p_levels - 1) * 256)
+    gP[0][x, y, k] = p_beta * (gray[x, y] - level) + level + remap[idx - 256 * k]
     for j in range(1, J):
-        gP[j][x, y, k] = down(gP[j - 1])[x, y, k]
-    lP = [hl.Func(f"lP{j}") for j in range(J)]
+        gP[j][x, y, k] = downsample(gP[j - 1], 3)[x, y, k]
+    lP = [hl.Func(f"lPyramid{j}") for j in range(J)]
     lP[J - 1][x, y, k] = gP[J - 1][x, y, k]
     for j in range(J - 2, -1, -1):
-        lP[j][x, y, k] = gP[j][x, y, k] - up(gP[j + 1])[x, y, k]
-    iG = [hl.Func(f"iG{j}") for j in range(J)]
-    iG[0][x, y] = gray[x, y]
+        lP[j][x, y, k] = gP[j][x, y, k] - upsample(gP[j + 1], 3)[x, y, k]
+    inG = [hl.Func(f"inGPyramid{j}") for j in range(J)]
+    inG[0][x, y] = gray[x, y]
     for j in range(1, J):
-        iG[j][x, y] = down(iG[j - 1])[x, y]
-    oL = [hl.Func(f"oL{j}") for j in range(J)]
+        inG[j][x, y] = downsample(inG[j - 1], 2)[x, y]
+    outL = [hl.Func(f"outLPyramid{j}") for j in range(J)]
     for j in range(J):
-        lv = iG[j][x, y] * f(L - 1)
-        li = hl.clamp(hl.i32(lv), 0, L - 2)
-        lf = lv - f(li)
-        oL[j][x, y] = hl.lerp(lP[j][x, y, li], lP[j][x, y, li + 1], lf)
-    oG = [hl.Func(f"oG{j}") for j in range(J)]
-    oG[J - 1][x, y] = oL[J - 1][x, y]
+        lv = inG[j][x, y] * hl.cast(hl.Float(32), p_levels - 1)
+        li = hl.clamp(hl.cast(hl.Int(32), lv), 0, p_levels - 2)
+        lf = lv - hl.cast(hl.Float(32), li)
+        outL[j][x, y] = (1.0 - lf) * lP[j][x, y, li] + lf * lP[j][x, y, li + 1]
+    outG = [hl.Func(f"outGPyramid{j}") for j in range(J)]
+    outG[J - 1][x, y] = outL[J - 1][x, y]
     for j in range(J - 2, -1, -1):
-        oG[j][x, y] = up(oG[j + 1])[x, y] + oL[j][x, y]
+        outG[j][x, y] = upsample(outG[j + 1], 2)[x, y] + outL[j][x, y]
     color = hl.Func("color")
-    color[x, y, c] = oG[0][x, y] * (floating[x, y, c] + f(0.01)) / (gray[x, y] + f(0.01))
-    out = hl.Func("out")
-    out[x, y, c] = hl.u16(hl.clamp(color[x, y, c], f(0.0), f(1.0)) * f(65535.0))
+    eps = hl.f32(0.01)
+    color[x, y, c] = inp[x, y, c] * (outG[0][x, y] + eps) / (gray[x, y] + eps)
+    output = hl.Func("output")
+    output[x, y, c] = hl.cast(hl.UInt(16), hl.clamp(color[x, y, c], 0.0, 65535.0))
+
     remap.compute_root()
-    out.reorder(c, x, y).split(y, yo, y, 64).parallel(yo).vectorize(x, 8)
-    gray.compute_root().parallel(y, 32).vectorize(x, 8)
-    for j in range(1, 5):
-        iG[j].compute_root().parallel(y, 32).vectorize(x, 8)
-        gP[j].compute_root().reorder_storage(x, k, y).reorder(k, y).parallel(y, 8).vectorize(x, 8)
-        oG[j].store_at(out, yo).compute_at(out, y).fold_storage(y, 4).vectorize(x, 8)
-    oG[0].compute_at(out, y).vectorize(x, 8)
-    for j in range(5, J):
-        iG[j].compute_root()
-        gP[j].compute_root().parallel(k)
-        oG[j].compute_root()
-    planar = np.ascontiguousarray(img_planar)      # NumPy (C, H, W) is Halide [x, y, c]
-    inp.set(hl.Buffer(planar))                      # (the Buffer does not keep the array alive: Peer does)
-    return Peer(out, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0))
+    if schedule:               # the app's CPU schedule
+        output.reorder(c, x, y).split(y, yo, y, 64).parallel(yo).vectorize(x, 8)
+        gray.compute_root().parallel(y, 32).vectorize(x, 8)
+        for j in range(1, 5):
+            inG[j].compute_root().parallel(y, 32).vectorize(x, 8)
+            gP[j].compute_root().reorder_storage(x, k, y).reorder(k, y).parallel(y, 8).vectorize(x, 8)
+            outG[j].store_at(output, yo).compute_at(output, y).fold_storage(y, 4).vectorize(x, 8)
+        outG[0].compute_at(output, y).vectorize(x, 8)
+        for j in range(5, J):
+            inG[j].compute_root()
+            gP[j].compute_root().parallel(k)
+            outG[j].compute_root()
+    else:
+        gray.compute_root()
+        for j in range(1, J):
+            inG[j].compute_root()
+            gP[j].compute_root()
+            outG[j].compute_root()
+    h, w, _ = img.shape
+    planar = np.array(img.transpose(2, 0, 1), order="C")        # (c, y, x): x innermost
+    inp.set(hl.Buffer(planar))                 # (the Buffer does not keep the array alive: Peer does)
+    return Peer(output, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)
+
+
+def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True) -> Peer:
+    """apps/bilateral_grid (release 21), s_sigma = 8, f32 gray; schedule: the app's CPU schedule
+    (examples/bilateral_grid.hl has the same), else the grid's stages compute_root. img: (H, W) f32."""
+    hl = _hl()
+    S = 8
+    h, w = img.shape
+    x, y, z, c = hl.Var("x"), hl.Var("y"), hl.Var("z"), hl.Var("c")
+    inp = hl.ImageParam(hl.Float(32), 2, "input")
+    rs = hl.Param(hl.Float(32), "r_sigma", r_sigma)
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, S), (0, S)])
+    val = hl.clamp(clamped[x * S + r.x - S // 2, y * S + r.y - S // 2], hl.f32(0.0), hl.f32(1.0))
+    zi = hl.i32(val * (hl.f32(1.0) / rs) + hl.f32(0.5))
+    histogram = hl.Func("histogram")
+    histogram[x, y, z, c] = hl.f32(0.0)
+    histogram[x, y, zi, c] += hl.mux(c, [val, hl.f32(1.0)])
+    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
+    blurz[x, y, z, c] = (histogram[x, y, z - 2, c] + histogram[x, y, z - 1, c] * 4 + histogram[x, y, z, c] * 6
+                         + histogram[x, y, z + 1, c] * 4 + histogram[x, y, z + 2, c])
+    blurx[x, y, z, c] = (blurz[x - 2, y, z, c] + blurz[x - 1, y, z, c] * 4 + blurz[x, y, z, c] * 6
+                         + blurz[x + 1, y, z, c] * 4 + blurz[x + 2, y, z, c])
+    blury[x, y, z, c] = (blurx[x, y - 2, z, c] + blurx[x, y - 1, z, c] * 4 + blurx[x, y, z, c] * 6
+                         + blurx[x, y + 1, z, c] * 4 + blurx[x, y + 2, z, c])
+    v = hl.clamp(inp[x, y], hl.f32(0.0), hl.f32(1.0))
+    zv = v * (hl.f32(1.0) / rs)
+    zj = hl.i32(zv)
+    zf = zv - zj
+    xf = hl.f32(x % S) / S
+    yf = hl.f32(y % S) / S
+    xi, yi = x / S, y / S
+    interpolated = hl.Func("interpolated")
+    interpolated[x, y, c] = hl.lerp(
+        hl.lerp(hl.lerp(blury[xi, yi, zj, c], blury[xi + 1, yi, zj, c], xf),
+                hl.lerp(blury[xi, yi + 1, zj, c], blury[xi + 1, yi + 1, zj, c], xf), yf),
+        hl.lerp(hl.lerp(blury[xi, yi, zj + 1, c], blury[xi + 1, yi, zj + 1, c], xf),
+                hl.lerp(blury[xi, yi + 1, zj + 1, c], blury[xi + 1, yi + 1, zj + 1, c], xf), yf),
+        zf)
+    out = hl.Func("bilateral_grid")
+    out[x, y] = interpolated[x, y, 0] / interpolated[x, y, 1]
+    if schedule:
+        blurz.compute_at(blurx, y).reorder(c, z, x, y).vectorize(x, 8).unroll(c)
+        histogram.compute_at(blurz, y)
+        histogram.update().reorder(c, r.x, r.y, x, y).unroll(c)
+        blurx.compute_root().reorder(c, x, z, y).parallel(y).vectorize(x, 8).unroll(c)
+        blury.compute_at(out, y).store_in(hl.MemoryType.Stack).reorder(c, x, y, z) \
+             .reorder_storage(c, z, x, y).vectorize(x, 8).unroll(c)
+        out.compute_root().parallel(y, 8).vectorize(x, 8)
+    else:
+        for f in (histogram, blurz, blurx, blury):
+            f.compute_root()
+    arr = np.array(img, dtype=np.float32, order="C")
+    inp.set(hl.Buffer(arr))                        # (H, W) array -> a W x H buffer
+    return Peer(out, hl.Buffer(hl.Float(32), [w, h]), [arr], lambda a: a, strict)
+
+
+def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
+                gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
+                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None) -> Peer:
+    """apps/camera_pipe/camera_pipe_generator.cpp (release 21); output w x h x 3 u8 from raw (H, W) u16.
+    schedule: examples/camera_pipe.hl's CPU schedule (and raw read through repeat_edge, as the
+    example does because its rounded-up tiles read past the app's region); else the look-up
+    tables and the green planes compute_root, the rest inlined, raw read as the app does."""
+    hl = _hl()
+    boundary = schedule if boundary is None else boundary
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+
+    def avg(a, b):
+        a = a if isinstance(a, hl.Expr) else hl.Expr(a)
+        t = a.type()
+        wider = t.with_bits(t.bits() * 2)
+        return hl.cast(t, (hl.cast(wider, a) + b + 1) // 2)
+
+    def blur121(a, b, c_):
+        return avg(avg(a, c_), b)
+
+    def interleave_x(a, b):
+        f = hl.Func()
+        f[x, y] = hl.select((x % 2) == 0, a[x // 2, y], b[x // 2, y])
+        return f
+
+    def interleave_y(a, b):
+        f = hl.Func()
+        f[x, y] = hl.select((y % 2) == 0, a[x, y // 2], b[x, y // 2])
+        return f
+
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    mat32 = hl.ImageParam(hl.Float(32), 2, "matrix_3200")
+    mat70 = hl.ImageParam(hl.Float(32), 2, "matrix_7000")
+    p_ct = hl.Param(hl.Float(32), "color_temp", color_temp)
+    p_gamma = hl.Param(hl.Float(32), "gamma", gamma)
+    p_contrast = hl.Param(hl.Float(32), "contrast", contrast)
+    p_sharpen = hl.Param(hl.Float(32), "sharpen_strength", sharpen_strength)
+    p_black = hl.Param(hl.Int(32), "blackLevel", blackLevel)
+    p_white = hl.Param(hl.Int(32), "whiteLevel", whiteLevel)
+
+    src = hl.BoundaryConditions.repeat_edge(inp) if boundary else inp
+    shifted = hl.Func("shifted")
+    shifted[x, y] = src[x + 16, y + 12]
+    denoised = hl.Func("denoised")
+    a = hl.max(hl.max(shifted[x - 2, y], shifted[x + 2, y]), hl.max(shifted[x, y - 2], shifted[x, y + 2]))
+    denoised[x, y] = hl.clamp(shifted[x, y], 0, a)
+    deinterleaved = hl.Func("deinterleaved")
+    deinterleaved[x, y, c] = hl.mux(c, [denoised[2 * x, 2 * y], denoised[2 * x + 1, 2 * y],
+                                        denoised[2 * x, 2 * y + 1], denoised[2 * x + 1, 2 * y + 1]])
+    g_gr, r_r, b_b, g_gb = (hl.Func(n) for n in ("g_gr", "r_r", "b_b", "g_gb"))
+    g_gr[x, y] = deinterleaved[x, y, 0]
+    r_r[x, y] = deinterleaved[x, y, 1]
+    b_b[x, y] = deinterleaved[x, y, 2]
+    g_gb[x, y] = deinterleaved[x, y, 3]
+    g_r, g_b = hl.Func("g_r"), hl.Func("g_b")
+    g_r[x, y] = hl.select(hl.absd(g_gr[x + 1, y], g_gr[x, y]) < hl.absd(g_gb[x, y - 1], g_gb[x, y]),
+                          avg(g_gr[x + 1, y], g_gr[x, y]), avg(g_gb[x, y - 1], g_gb[x, y]))
+    g_b[x, y] = hl.select(hl.absd(g_gb[x - 1, y], g_gb[x, y]) < hl.absd(g_gr[x, y + 1], g_gr[x, y]),
+                          avg(g_gb[x - 1, y], g_gb[x, y]), avg(g_gr[x, y + 1], g_gr[x, y]))
+    r_gr, b_gr, r_gb, b_gb, r_b, b_r = (hl.Func(n) for n in ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"))
+    r_gr[x, y] = (g_gr[x, y] - avg(g_r[x, y], g_r[x - 1, y])) + avg(r_r[x - 1, y], r_r[x, y])
+    b_gr[x, y] = (g_gr[x, y] - avg(g_b[x, y], g_b[x, y - 1])) + avg(b_b[x, y], b_b[x, y - 1])
+    r_gb[x, y] = (g_gb[x, y] - avg(g_r[x, y], g_r[x, y + 1])) + avg(r_r[x, y], r_r[x, y + 1])
+    b_gb[x, y] = (g_gb[x, y] - avg(g_b[x, y], g_b[x + 1, y])) + avg(b_b[x, y], b_b[x + 1, y])
+    rp_b = (g_b[x, y] - avg(g_r[x, y], g_r[x - 1, y + 1])) + avg(r_r[x, y], r_r[x - 1, y + 1])
+    rpd_b = hl.absd(r_r[x, y], r_r[x - 1, y + 1])
+    rn_b = (g_b[x, y] - avg(g_r[x - 1, y], g_r[x, y + 1])) + avg(r_r[x - 1, y], r_r[x, y + 1])
+    rnd_b = hl.absd(r_r[x - 1, y], r_r[x, y + 1])
+    r_b[x, y] = hl.select(rpd_b < rnd_b, rp_b, rn_b)
+    bp_r = (g_r[x, y] - avg(g_b[x, y], g_b[x + 1, y - 1])) + avg(b_b[x, y], b_b[x + 1, y - 1])
+    bpd_r = hl.absd(b_b[x, y], b_b[x + 1, y - 1])
+    bn_r = (g_r[x, y] - avg(g_b[x + 1, y], g_b[x, y - 1])) + avg(b_b[x + 1, y], b_b[x, y - 1])
+    bnd_r = hl.absd(b_b[x + 1, y], b_b[x, y - 1])
+    b_r[x, y] = hl.select(bpd_r < bnd_r, bp_r, bn_r)
+    r = interleave_y(interleave_x(r_gr, r_r), interleave_x(r_b, r_gb))
+    g = interleave_y(interleave_x(g_gr, g_r), interleave_x(g_b, g_gb))
+    b = interleave_y(interleave_x(b_gr, b_r), interleave_x(b_b, b_gb))
+    demosaiced = hl.Func("demosaiced")
+    demosaiced[x, y, c] = hl.cast(hl.Int(16), hl.mux(c, [r[x, y], g[x, y], b[x, y]]))
+    alpha = (hl.f32(1.0) / p_ct - hl.f32(1.0) / 3200) / (hl.f32(1.0) / 7000 - hl.f32(1.0) / 3200)
+    matrix = hl.Func("matrix")
+    matrix[x, y] = hl.cast(hl.Int(16), (mat32[x, y] * alpha + mat70[x, y] * (1 - alpha)) * hl.f32(256.0))
+    ir, ig, ib = (hl.cast(hl.Int(32), demosaiced[x, y, k]) for k in range(3))
+    rows = [matrix[3, k] + matrix[0, k] * ir + matrix[1, k] * ig + matrix[2, k] * ib for k in range(3)]
+    corrected = hl.Func("corrected")
+    corrected[x, y, c] = hl.mux(c, [hl.cast(hl.Int(16), v // 256) for v in rows])
+    min_raw, max_raw = 0 + p_black, p_white
+    inv_range = hl.f32(1.0) / (max_raw - min_raw)
+    cb = hl.f32(2.0) - hl.pow(hl.f32(2.0), p_contrast / hl.f32(100.0))
+    ca = hl.f32(2.0) - hl.f32(2.0) * cb
+    xf = hl.clamp(hl.cast(hl.Float(32), x - min_raw) * inv_range, hl.f32(0.0), hl.f32(1.0))
+    gg = hl.pow(xf, hl.f32(1.0) / p_gamma)
+    z = hl.select(gg > hl.f32(0.5), hl.f32(1.0) - (ca * (hl.f32(1.0) - gg) * (hl.f32(1.0) - gg) + cb * (hl.f32(1.0) - gg)),
+                  ca * gg * gg + cb * gg)
+    val = hl.cast(hl.UInt(8), hl.clamp(z * hl.f32(255.0) + hl.f32(0.5), hl.f32(0.0), hl.f32(255.0)))
+    curve = hl.Func("curve")
+    curve[x] = hl.select(x <= min_raw, hl.u8(0), hl.select(x > max_raw, hl.u8(255), val))
+    curved = hl.Func("curved")
+    curved[x, y, c] = curve[hl.clamp(corrected[x, y, c], 0, 1023)]
+    s32 = hl.Func("sharpen_strength_x32")
+    s32[()] = hl.u8_sat(p_sharpen * 32)
+    unsharp_y, unsharp, mask, sharpened = (hl.Func(n) for n in ("unsharp_y", "unsharp", "mask", "processed"))
+    unsharp_y[x, y, c] = blur121(curved[x, y - 1, c], curved[x, y, c], curved[x, y + 1, c])
+    unsharp[x, y, c] = blur121(unsharp_y[x - 1, y, c], unsharp_y[x, y, c], unsharp_y[x + 1, y, c])
+    mask[x, y, c] = hl.cast(hl.Int(16), curved[x, y, c]) - hl.cast(hl.Int(16), unsharp[x, y, c])
+    sharpened[x, y, c] = hl.u8_sat(curved[x, y, c] + (mask[x, y, c] * s32[()]) // 32)
+
+    for f in (matrix, curve, s32):
+        f.compute_root()
+    if schedule:               # examples/camera_pipe.hl's schedule, directive for directive
+        ys, yii, yo, yi, xo, yo2, xi, yi2 = (hl.Var(n) for n in ("ys", "yii", "yo", "yi", "xo", "yo2", "xi", "yi2"))
+        sharpened.bound(c, 0, 3).reorder(c, x, y).split(y, ys, yii, 2).split(ys, yo, yi, 16) \
+            .vectorize(x, 32).unroll(c).parallel(yo)
+        denoised.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
+        deinterleaved.bound(c, 0, 4).store_at(sharpened, yo).compute_at(sharpened, yi).reorder(c, x, y) \
+            .vectorize(x, 32).unroll(c)
+        g_r.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
+        g_b.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
+        curved.bound(c, 0, 3).store_at(sharpened, yo).compute_at(sharpened, yi).reorder(c, x, y) \
+            .tile(x, y, xo, yo2, xi, yi2, 32, 2).vectorize(xi).unroll(yi2).unroll(c)
+        demosaiced.bound(c, 0, 3).compute_at(curved, xo).reorder(c, x, y).vectorize(x, 16).unroll(y, 2).unroll(c)
+        corrected.bound(c, 0, 3).compute_at(curved, xo).reorder(c, x, y).vectorize(x, 16).unroll(c)
+    else:
+        for f in (g_r, g_b, curved):
+            f.compute_root()
+    keep = [np.array(raw, order="C"), np.array(m3200, dtype=np.float32, order="C"),
+            np.array(m7000, dtype=np.float32, order="C")]
+    inp.set(hl.Buffer(keep[0]))
+    mat32.set(hl.Buffer(keep[1]))
+    mat70.set(hl.Buffer(keep[2]))
+    return Peer(sharpened, hl.Buffer(hl.UInt(8), [w, h, 3]), keep, lambda a: a.transpose(1, 2, 0), strict)
+
+
+def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bool = False) -> Peer:
+    """examples/unsharp.hl (stdlib's separable Gaussian, radius ceil(3 sigma), weights
+    exp(-k^2 / 2 sigma^2) summed then normalized by their sum squared) with its schedule.
+    img: (H, W) u8."""
+    hl = _hl()
+    h, w = img.shape
+    x, y, k, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("k"), hl.Var("xi"), hl.Var("yi")
+    inp = hl.ImageParam(hl.UInt(8), 2, "img")
+    p_sigma = hl.Param(hl.Float(32), "sigma", sigma)
+    p_amount = hl.Param(hl.Float(32), "amount", amount)
+    c = hl.BoundaryConditions.repeat_edge(inp)
+    radius = hl.i32(hl.ceil(hl.f32(3.0) * p_sigma))
+    r = hl.RDom([(-radius, 2 * radius + 1)])
+    weight = hl.Func("gauss_w")
+    weight[k] = hl.exp(-hl.f32(k * k) / (hl.f32(2.0) * p_sigma * p_sigma))
+    norm = hl.sum(weight[r.x])
+    gx, blur, sharp, out = hl.Func("gauss_x"), hl.Func("unsharp_blur"), hl.Func("sharp"), hl.Func("out")
+    gx[x, y] = hl.sum(weight[r.x] * hl.f32(c[x + r.x, y]))
+    blur[x, y] = hl.sum(weight[r.x] * gx[x, y + r.x]) / (norm * norm)
+    sharp[x, y] = hl.f32(c[x, y]) + p_amount * (hl.f32(c[x, y]) - blur[x, y])
+    out[x, y] = hl.u8(hl.clamp(hl.round(sharp[x, y]), hl.f32(0.0), hl.f32(255.0)))
+    out.tile(x, y, xi, yi, 128, 64).vectorize(xi, 8).parallel(y)
+    weight.compute_root()
+    blur.compute_at(out, x).vectorize(x, 8)
+    gx.compute_at(out, x).vectorize(x, 8)
+    arr = np.array(img, order="C")          # (a writable copy: Halide refuses read-only arrays)
+    inp.set(hl.Buffer(arr))
+    return Peer(out, hl.Buffer(hl.UInt(8), [w, h]), [arr], lambda a: a, strict)
 
 
 def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:

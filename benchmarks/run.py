@@ -153,10 +153,82 @@ def case_local_laplacian(quick: bool):
     impls = []
     for target in ("host", "host-fast_math"):
         out = np.empty((3, h, w), np.uint16).transpose(1, 2, 0)
-        impls.append(hdsl_impl(HERE / "cases" / "local_laplacian.hl", {"img": img}, out, target))
+        impls.append(hdsl_impl(ROOT / "examples" / "local_laplacian.hl", {"img": img}, out, target))
     import halide_peers
-    impls.append(halide_impl(halide_peers.local_laplacian(planar)))
-    return dict(name="local_laplacian", what="local Laplacian, 8 levels, u16 RGB (Halide's app structure)",
+    impls.append(halide_impl(halide_peers.local_laplacian(img)))
+    return dict(name="local_laplacian", what="local Laplacian, 8 levels, u16 RGB (examples/local_laplacian.hl = "
+                "Halide's app, its schedule)", size=(w, h), impls=impls, float=True)
+
+
+def case_bilateral_grid(quick: bool):
+    w, h = (320, 192) if quick else (2560, 1536)
+    rs = np.random.RandomState(5)
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = (0.5 + 0.3 * np.sin(xx / 37.0) * np.cos(yy / 23.0) + rs.normal(0, 0.05, (h, w))).astype(np.float32)
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty_like(img)
+        impls.append(hdsl_impl(ROOT / "examples" / "bilateral_grid.hl", {"img": img}, out, target,
+                               params={"r_sigma": 0.1}))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.bilateral_grid(img, 0.1)))
+    return dict(name="bilateral_grid", what="bilateral grid, s_sigma 8, r_sigma 0.1, f32 gray "
+                "(examples/bilateral_grid.hl = Halide's app, its schedule); OpenCV's bilateralFilter is "
+                "another algorithm, not compared", size=(w, h), impls=impls, float=True)
+
+
+def case_camera_pipe(quick: bool):
+    rw, rh = (352, 280) if quick else (2592, 1968)
+    w, h = (rw - 32) // 32 * 32, (rh - 24) // 32 * 32        # as Halide's process.cpp
+    raw = np.random.RandomState(6).randint(0, 1024, (rh, rw)).astype(np.uint16)
+    m3200 = np.load(ROOT / "examples" / "images" / "camera_matrix_3200.npy")
+    m7000 = np.load(ROOT / "examples" / "images" / "camera_matrix_7000.npy")
+    inputs = {"raw": raw, "matrix_3200": m3200, "matrix_7000": m7000}
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty((3, h, w), np.uint8).transpose(1, 2, 0)
+        impls.append(hdsl_impl(ROOT / "examples" / "camera_pipe.hl", inputs, out, target))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.camera_pipe(raw, m3200, m7000, w, h)))
+    return dict(name="camera_pipe", what=f"raw {rw}x{rh} Bayer to 8-bit RGB (examples/camera_pipe.hl = "
+                "Halide's app; Halide scheduled as the example)", size=(w, h), impls=impls, float=True)
+
+
+def case_unsharp(quick: bool):
+    w, h = (384, 256) if quick else (3072, 2048)
+    img = (np.random.RandomState(7).rand(h, w) * 255).astype(np.uint8)
+    sigma, amount = 1.5, 1.0
+    impls = []
+    for target in ("host", "host-fast_math"):
+        out = np.empty_like(img)
+        impls.append(hdsl_impl(ROOT / "examples" / "unsharp.hl", {"img": img}, out, target,
+                               params={"sigma": sigma, "amount": amount}))
+    import halide_peers
+    impls.append(halide_impl(halide_peers.unsharp(img, sigma, amount)))
+    radius = int(np.ceil(3 * sigma))
+    try:
+        import cv2
+        cv_out, cv_blur = np.empty_like(img), np.empty_like(img)
+
+        def cv_unsharp():
+            cv2.GaussianBlur(img, (2 * radius + 1, 2 * radius + 1), sigma, dst=cv_blur,
+                             borderType=cv2.BORDER_REPLICATE)
+            cv2.addWeighted(img, 1 + amount, cv_blur, -amount, 0, dst=cv_out)
+        impls.append(Impl("OpenCV", "cv2.GaussianBlur (to u8) + addWeighted", cv_unsharp, lambda: cv_out))
+    except ImportError:
+        pass
+    try:
+        from scipy import ndimage
+        sp_out = np.empty_like(img)
+
+        def scipy_unsharp():
+            f = img.astype(np.float32)
+            blur = ndimage.gaussian_filter(f, sigma, mode="nearest", truncate=radius / sigma)
+            sp_out[...] = np.clip(np.round(f + amount * (f - blur)), 0, 255)
+        impls.append(Impl("SciPy", "ndimage.gaussian_filter + NumPy", scipy_unsharp, lambda: sp_out))
+    except ImportError:
+        pass
+    return dict(name="unsharp", what=f"unsharp mask, sigma {sigma} (11 taps), u8 gray (examples/unsharp.hl)",
                 size=(w, h), impls=impls, float=True)
 
 
@@ -179,7 +251,8 @@ def case_interpolate(quick: bool):
 
 
 CASES = {"blur": case_blur, "gauss5": case_gauss5, "iir": case_iir, "local_laplacian": case_local_laplacian,
-         "interpolate": case_interpolate}
+         "bilateral_grid": case_bilateral_grid, "camera_pipe": case_camera_pipe, "interpolate": case_interpolate,
+         "unsharp": case_unsharp}
 
 
 # ------------------------------------------------------------------------- measuring

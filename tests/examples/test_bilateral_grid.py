@@ -1,6 +1,6 @@
 """examples/bilateral_grid.hl (Chen et al. 2007, as Halide's apps/bilateral_grid): compiled ==
 evaluator == a NumPy bilateral grid bit for bit, equal bit for bit to Halide's app (its algorithm
-written below in Halide's Python API, strict floats), and `hdsl run` on the bundled image."""
+in Halide's Python API in benchmarks/halide_peers.py, strict floats), and `hdsl run` on the bundled image."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,62 +25,13 @@ def _image(h, w, seed=0):
 
 
 def halide_bilateral_grid(img, r_sigma, schedule=False):
-    """Halide's apps/bilateral_grid algorithm in Halide's Python API; with schedule=True, its CPU
-    schedule. Strict floats (no fused multiply-adds), as hdsl's code has none."""
-    import halide as hl
-    h, w = img.shape
-    x, y, z, c = hl.Var("x"), hl.Var("y"), hl.Var("z"), hl.Var("c")
-    inp = hl.ImageParam(hl.Float(32), 2, "input")
-    rs = hl.Param(hl.Float(32), "r_sigma")
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-    r = hl.RDom([(0, S), (0, S)])
-    val = hl.clamp(clamped[x * S + r.x - S // 2, y * S + r.y - S // 2], hl.f32(0.0), hl.f32(1.0))
-    zi = hl.i32(val * (hl.f32(1.0) / rs) + hl.f32(0.5))
-    histogram = hl.Func("histogram")
-    histogram[x, y, z, c] = hl.f32(0.0)
-    histogram[x, y, zi, c] += hl.mux(c, [val, hl.f32(1.0)])
-    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
-    blurz[x, y, z, c] = (histogram[x, y, z - 2, c] + histogram[x, y, z - 1, c] * 4 + histogram[x, y, z, c] * 6
-                         + histogram[x, y, z + 1, c] * 4 + histogram[x, y, z + 2, c])
-    blurx[x, y, z, c] = (blurz[x - 2, y, z, c] + blurz[x - 1, y, z, c] * 4 + blurz[x, y, z, c] * 6
-                         + blurz[x + 1, y, z, c] * 4 + blurz[x + 2, y, z, c])
-    blury[x, y, z, c] = (blurx[x, y - 2, z, c] + blurx[x, y - 1, z, c] * 4 + blurx[x, y, z, c] * 6
-                         + blurx[x, y + 1, z, c] * 4 + blurx[x, y + 2, z, c])
-    v = hl.clamp(inp[x, y], hl.f32(0.0), hl.f32(1.0))
-    zv = v * (hl.f32(1.0) / rs)
-    zj = hl.i32(zv)
-    zf = zv - zj
-    xf = hl.f32(x % S) / S
-    yf = hl.f32(y % S) / S
-    xi, yi = x / S, y / S
-    interpolated = hl.Func("interpolated")
-    interpolated[x, y, c] = hl.lerp(
-        hl.lerp(hl.lerp(blury[xi, yi, zj, c], blury[xi + 1, yi, zj, c], xf),
-                hl.lerp(blury[xi, yi + 1, zj, c], blury[xi + 1, yi + 1, zj, c], xf), yf),
-        hl.lerp(hl.lerp(blury[xi, yi, zj + 1, c], blury[xi + 1, yi, zj + 1, c], xf),
-                hl.lerp(blury[xi, yi + 1, zj + 1, c], blury[xi + 1, yi + 1, zj + 1, c], xf), yf),
-        zf)
-    out = hl.Func("bilateral_grid")
-    out[x, y] = interpolated[x, y, 0] / interpolated[x, y, 1]
-    if schedule:                                   # the app's CPU schedule
-        blurz.compute_at(blurx, y).reorder(c, z, x, y).vectorize(x, 8).unroll(c)
-        histogram.compute_at(blurz, y)
-        histogram.update().reorder(c, r.x, r.y, x, y).unroll(c)
-        blurx.compute_root().reorder(c, x, z, y).parallel(y).vectorize(x, 8).unroll(c)
-        blury.compute_at(out, y).store_in(hl.MemoryType.Stack).reorder(c, x, y, z) \
-             .reorder_storage(c, z, x, y).vectorize(x, 8).unroll(c)
-        out.compute_root().parallel(y, 8).vectorize(x, 8)
-    else:
-        for f in (histogram, blurz, blurx, blury):
-            f.compute_root()
-    arr = np.ascontiguousarray(img)
-    buf = hl.Buffer(arr)                           # (H, W) array -> a W x H buffer
-    inp.set(buf)
-    rs.set(float(r_sigma))
-    t = hl.get_jit_target_from_environment().with_feature(hl.TargetFeature.StrictFloat)
-    res = np.asarray(out.realize([w, h], t)).copy()
-    del buf                                        # (the buffer must not outlive arr)
-    return res
+    """Halide's apps/bilateral_grid in Halide's Python API (benchmarks/halide_peers.py, the
+    benchmark's peer); schedule=True: its CPU schedule. Strict floats (no fused multiply-adds),
+    as hdsl's code has none."""
+    from benchmarks import halide_peers
+    peer = halide_peers.bilateral_grid(img, r_sigma, strict=True, schedule=schedule)
+    peer.run()
+    return peer.output().copy()
 
 
 @pytest.mark.parametrize("r_sigma", [0.1, 0.25])

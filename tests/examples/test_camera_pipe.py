@@ -183,122 +183,16 @@ def numpy_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, shar
 # --- Halide ----------------------------------------------------------------------------------
 
 def halide_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
-                       blackLevel, whiteLevel, strict=True):
-    """apps/camera_pipe/camera_pipe_generator.cpp (release 21) in Halide's Python bindings; the
-    look-up tables compute_root as in the app, everything else inlined."""
-    import halide as hl
-    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
-
-    def avg(a, b):
-        a = a if isinstance(a, hl.Expr) else hl.Expr(a)
-        t = a.type()
-        wider = t.with_bits(t.bits() * 2)
-        return hl.cast(t, (hl.cast(wider, a) + b + 1) // 2)
-
-    def blur121(a, b, c_):
-        return avg(avg(a, c_), b)
-
-    def interleave_x(a, b):
-        f = hl.Func()
-        f[x, y] = hl.select((x % 2) == 0, a[x // 2, y], b[x // 2, y])
-        return f
-
-    def interleave_y(a, b):
-        f = hl.Func()
-        f[x, y] = hl.select((y % 2) == 0, a[x, y // 2], b[x, y // 2])
-        return f
-
-    inp = hl.ImageParam(hl.UInt(16), 2, "input")
-    mat32 = hl.ImageParam(hl.Float(32), 2, "matrix_3200")
-    mat70 = hl.ImageParam(hl.Float(32), 2, "matrix_7000")
-    p_ct = hl.Param(hl.Float(32), "color_temp", color_temp)
-    p_gamma = hl.Param(hl.Float(32), "gamma", gamma)
-    p_contrast = hl.Param(hl.Float(32), "contrast", contrast)
-    p_sharpen = hl.Param(hl.Float(32), "sharpen_strength", sharpen_strength)
-    p_black = hl.Param(hl.Int(32), "blackLevel", blackLevel)
-    p_white = hl.Param(hl.Int(32), "whiteLevel", whiteLevel)
-
-    shifted = hl.Func("shifted")
-    shifted[x, y] = inp[x + 16, y + 12]
-    denoised = hl.Func("denoised")
-    a = hl.max(hl.max(shifted[x - 2, y], shifted[x + 2, y]), hl.max(shifted[x, y - 2], shifted[x, y + 2]))
-    denoised[x, y] = hl.clamp(shifted[x, y], 0, a)
-    deinterleaved = hl.Func("deinterleaved")
-    deinterleaved[x, y, c] = hl.mux(c, [denoised[2 * x, 2 * y], denoised[2 * x + 1, 2 * y],
-                                        denoised[2 * x, 2 * y + 1], denoised[2 * x + 1, 2 * y + 1]])
-    # Demosaic
-    g_gr, r_r, b_b, g_gb = (hl.Func(n) for n in ("g_gr", "r_r", "b_b", "g_gb"))
-    g_gr[x, y] = deinterleaved[x, y, 0]
-    r_r[x, y] = deinterleaved[x, y, 1]
-    b_b[x, y] = deinterleaved[x, y, 2]
-    g_gb[x, y] = deinterleaved[x, y, 3]
-    g_r, g_b = hl.Func("g_r"), hl.Func("g_b")
-    g_r[x, y] = hl.select(hl.absd(g_gr[x + 1, y], g_gr[x, y]) < hl.absd(g_gb[x, y - 1], g_gb[x, y]),
-                          avg(g_gr[x + 1, y], g_gr[x, y]), avg(g_gb[x, y - 1], g_gb[x, y]))
-    g_b[x, y] = hl.select(hl.absd(g_gb[x - 1, y], g_gb[x, y]) < hl.absd(g_gr[x, y + 1], g_gr[x, y]),
-                          avg(g_gb[x - 1, y], g_gb[x, y]), avg(g_gr[x, y + 1], g_gr[x, y]))
-    r_gr, b_gr, r_gb, b_gb, r_b, b_r = (hl.Func(n) for n in ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"))
-    r_gr[x, y] = (g_gr[x, y] - avg(g_r[x, y], g_r[x - 1, y])) + avg(r_r[x - 1, y], r_r[x, y])
-    b_gr[x, y] = (g_gr[x, y] - avg(g_b[x, y], g_b[x, y - 1])) + avg(b_b[x, y], b_b[x, y - 1])
-    r_gb[x, y] = (g_gb[x, y] - avg(g_r[x, y], g_r[x, y + 1])) + avg(r_r[x, y], r_r[x, y + 1])
-    b_gb[x, y] = (g_gb[x, y] - avg(g_b[x, y], g_b[x + 1, y])) + avg(b_b[x, y], b_b[x + 1, y])
-    rp_b = (g_b[x, y] - avg(g_r[x, y], g_r[x - 1, y + 1])) + avg(r_r[x, y], r_r[x - 1, y + 1])
-    rpd_b = hl.absd(r_r[x, y], r_r[x - 1, y + 1])
-    rn_b = (g_b[x, y] - avg(g_r[x - 1, y], g_r[x, y + 1])) + avg(r_r[x - 1, y], r_r[x, y + 1])
-    rnd_b = hl.absd(r_r[x - 1, y], r_r[x, y + 1])
-    r_b[x, y] = hl.select(rpd_b < rnd_b, rp_b, rn_b)
-    bp_r = (g_r[x, y] - avg(g_b[x, y], g_b[x + 1, y - 1])) + avg(b_b[x, y], b_b[x + 1, y - 1])
-    bpd_r = hl.absd(b_b[x, y], b_b[x + 1, y - 1])
-    bn_r = (g_r[x, y] - avg(g_b[x + 1, y], g_b[x, y - 1])) + avg(b_b[x + 1, y], b_b[x, y - 1])
-    bnd_r = hl.absd(b_b[x + 1, y], b_b[x, y - 1])
-    b_r[x, y] = hl.select(bpd_r < bnd_r, bp_r, bn_r)
-    r = interleave_y(interleave_x(r_gr, r_r), interleave_x(r_b, r_gb))
-    g = interleave_y(interleave_x(g_gr, g_r), interleave_x(g_b, g_gb))
-    b = interleave_y(interleave_x(b_gr, b_r), interleave_x(b_b, b_gb))
-    demosaiced = hl.Func("demosaiced")
-    demosaiced[x, y, c] = hl.cast(hl.Int(16), hl.mux(c, [r[x, y], g[x, y], b[x, y]]))
-    # colour correction
-    alpha = (hl.f32(1.0) / p_ct - hl.f32(1.0) / 3200) / (hl.f32(1.0) / 7000 - hl.f32(1.0) / 3200)
-    matrix = hl.Func("matrix")
-    matrix[x, y] = hl.cast(hl.Int(16), (mat32[x, y] * alpha + mat70[x, y] * (1 - alpha)) * hl.f32(256.0))
-    ir, ig, ib = (hl.cast(hl.Int(32), demosaiced[x, y, k]) for k in range(3))
-    rows = [matrix[3, k] + matrix[0, k] * ir + matrix[1, k] * ig + matrix[2, k] * ib for k in range(3)]
-    corrected = hl.Func("corrected")
-    corrected[x, y, c] = hl.mux(c, [hl.cast(hl.Int(16), v // 256) for v in rows])
-    # tone curve
-    min_raw, max_raw = 0 + p_black, p_white
-    inv_range = hl.f32(1.0) / (max_raw - min_raw)
-    cb = hl.f32(2.0) - hl.pow(hl.f32(2.0), p_contrast / hl.f32(100.0))
-    ca = hl.f32(2.0) - hl.f32(2.0) * cb
-    xf = hl.clamp(hl.cast(hl.Float(32), x - min_raw) * inv_range, hl.f32(0.0), hl.f32(1.0))
-    gg = hl.pow(xf, hl.f32(1.0) / p_gamma)
-    z = hl.select(gg > hl.f32(0.5), hl.f32(1.0) - (ca * (hl.f32(1.0) - gg) * (hl.f32(1.0) - gg) + cb * (hl.f32(1.0) - gg)),
-                  ca * gg * gg + cb * gg)
-    val = hl.cast(hl.UInt(8), hl.clamp(z * hl.f32(255.0) + hl.f32(0.5), hl.f32(0.0), hl.f32(255.0)))
-    curve = hl.Func("curve")
-    curve[x] = hl.select(x <= min_raw, hl.u8(0), hl.select(x > max_raw, hl.u8(255), val))
-    curved = hl.Func("curved")
-    curved[x, y, c] = curve[hl.clamp(corrected[x, y, c], 0, 1023)]
-    # sharpen
-    s32 = hl.Func("sharpen_strength_x32")
-    s32[()] = hl.u8_sat(p_sharpen * 32)
-    unsharp_y, unsharp, mask, sharpened = (hl.Func(n) for n in ("unsharp_y", "unsharp", "mask", "sharpened"))
-    unsharp_y[x, y, c] = blur121(curved[x, y - 1, c], curved[x, y, c], curved[x, y + 1, c])
-    unsharp[x, y, c] = blur121(unsharp_y[x - 1, y, c], unsharp_y[x, y, c], unsharp_y[x + 1, y, c])
-    mask[x, y, c] = hl.cast(hl.Int(16), curved[x, y, c]) - hl.cast(hl.Int(16), unsharp[x, y, c])
-    sharpened[x, y, c] = hl.u8_sat(curved[x, y, c] + (mask[x, y, c] * s32[()]) // 32)
-
-    for f in (matrix, curve, s32, g_r, g_b, curved):
-        f.compute_root()
-    keep = [np.array(raw, order="C"), np.array(m3200, order="C"), np.array(m7000, order="C")]
-    inp.set(hl.Buffer(keep[0]))
-    mat32.set(hl.Buffer(keep[1]))
-    mat70.set(hl.Buffer(keep[2]))
-    t = hl.get_jit_target_from_environment()
-    if strict:
-        t = t.with_feature(hl.TargetFeature.StrictFloat)
-    out = np.asarray(sharpened.realize([w, h, 3], t))            # (c, y, x)
-    return out.transpose(1, 2, 0).copy()
+                       blackLevel, whiteLevel, strict=True, schedule=False):
+    """apps/camera_pipe/camera_pipe_generator.cpp (release 21) in Halide's Python bindings
+    (benchmarks/halide_peers.py, the benchmark's peer): the look-up tables compute_root as in the
+    app, the green planes and curved too, everything else inlined, raw read as the app reads it;
+    or (schedule=True) examples/camera_pipe.hl's schedule, raw through repeat_edge as there."""
+    from benchmarks import halide_peers
+    peer = halide_peers.camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
+                                    blackLevel, whiteLevel, strict=strict, schedule=schedule)
+    peer.run()
+    return peer.output().copy()
 
 
 # --- tests -----------------------------------------------------------------------------------
@@ -348,6 +242,15 @@ def test_camera_pipe_matches_halide_bit_for_bit(pipe, params, strict):
     got = native.realize((w, h, 3), raw=raw, matrix_3200=m32, matrix_7000=m70, **params)
     expected = halide_camera_pipe(raw, m32, m70, w, h, strict=strict, **params)
     assert np.array_equal(got, expected)
+
+
+def test_camera_pipe_with_the_schedule_matches_halide_scheduled_the_same(pipe):
+    """The benchmark's pair: hdsl's schedule and the same schedule in Halide, same bits."""
+    _, native = pipe
+    raw, m32, m70 = bundled()
+    w, h = out_size(raw)
+    got = native.realize((w, h, 3), raw=raw, matrix_3200=m32, matrix_7000=m70, **DEFAULTS)
+    assert np.array_equal(got, halide_camera_pipe(raw, m32, m70, w, h, strict=True, schedule=True, **DEFAULTS))
 
 
 def test_camera_pipe_runs_from_the_command_line(pipe, tmp_path):

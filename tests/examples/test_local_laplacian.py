@@ -144,89 +144,14 @@ def numpy_local_laplacian(img, levels=8, alpha=1.0, beta=1.0):
 
 # --- Halide ----------------------------------------------------------------------------------
 
-def halide_local_laplacian(img, levels=8, alpha=1.0, beta=1.0, strict=True):
-    """apps/local_laplacian/local_laplacian_generator.cpp (release 21) in Halide's Python bindings;
-    the pyramid levels compute_root, the rest inlined."""
-    import halide as hl
-    x, y, c, k = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("k")
-    inp = hl.ImageParam(hl.UInt(16), 3, "input")
-    p_levels = hl.Param(hl.Int(32), "levels", levels)
-    p_alpha = hl.Param(hl.Float(32), "alpha", alpha)
-    p_beta = hl.Param(hl.Float(32), "beta", beta)
-
-    def downsample(f, dims):
-        downx, downy = hl.Func(), hl.Func()
-        if dims == 3:
-            downy[x, y, k] = (f[x, 2 * y - 1, k] + 3.0 * (f[x, 2 * y, k] + f[x, 2 * y + 1, k]) + f[x, 2 * y + 2, k]) / 8.0
-            downx[x, y, k] = (downy[2 * x - 1, y, k] + 3.0 * (downy[2 * x, y, k] + downy[2 * x + 1, y, k]) + downy[2 * x + 2, y, k]) / 8.0
-        else:
-            downy[x, y] = (f[x, 2 * y - 1] + 3.0 * (f[x, 2 * y] + f[x, 2 * y + 1]) + f[x, 2 * y + 2]) / 8.0
-            downx[x, y] = (downy[2 * x - 1, y] + 3.0 * (downy[2 * x, y] + downy[2 * x + 1, y]) + downy[2 * x + 2, y]) / 8.0
-        return downx
-
-    def upsample(f, dims):
-        upx, upy = hl.Func(), hl.Func()
-        if dims == 3:
-            upx[x, y, k] = hl.lerp(f[(x + 1) // 2, y, k], f[(x - 1) // 2, y, k], ((x % 2) * 2 + 1) / hl.f32(4.0))
-            upy[x, y, k] = hl.lerp(upx[x, (y + 1) // 2, k], upx[x, (y - 1) // 2, k], ((y % 2) * 2 + 1) / hl.f32(4.0))
-        else:
-            upx[x, y] = hl.lerp(f[(x + 1) // 2, y], f[(x - 1) // 2, y], ((x % 2) * 2 + 1) / hl.f32(4.0))
-            upy[x, y] = hl.lerp(upx[x, (y + 1) // 2], upx[x, (y - 1) // 2], ((y % 2) * 2 + 1) / hl.f32(4.0))
-        return upy
-
-    remap = hl.Func("remap")
-    fx = hl.cast(hl.Float(32), x) / 256.0
-    remap[x] = p_alpha * fx * hl.exp(-fx * fx / 2.0)
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-    floating = hl.Func("floating")
-    floating[x, y, c] = clamped[x, y, c] / hl.f32(65535.0)
-    gray = hl.Func("gray")
-    gray[x, y] = hl.f32(0.299) * floating[x, y, 0] + hl.f32(0.587) * floating[x, y, 1] + hl.f32(0.114) * floating[x, y, 2]
-    gP = [hl.Func(f"gPyramid{j}") for j in range(J)]
-    level = k * (hl.f32(1.0) / (p_levels - 1))
-    idx = gray[x, y] * hl.cast(hl.Float(32), p_levels - 1) * 256.0
-    idx = hl.clamp(hl.cast(hl.Int(32), idx), 0, (p_levels - 1) * 256)
-    gP[0][x, y, k] = p_beta * (gray[x, y] - level) + level + remap[idx - 256 * k]
-    for j in range(1, J):
-        gP[j][x, y, k] = downsample(gP[j - 1], 3)[x, y, k]
-    lP = [hl.Func(f"lPyramid{j}") for j in range(J)]
-    lP[J - 1][x, y, k] = gP[J - 1][x, y, k]
-    for j in range(J - 2, -1, -1):
-        lP[j][x, y, k] = gP[j][x, y, k] - upsample(gP[j + 1], 3)[x, y, k]
-    inG = [hl.Func(f"inGPyramid{j}") for j in range(J)]
-    inG[0][x, y] = gray[x, y]
-    for j in range(1, J):
-        inG[j][x, y] = downsample(inG[j - 1], 2)[x, y]
-    outL = [hl.Func(f"outLPyramid{j}") for j in range(J)]
-    for j in range(J):
-        lv = inG[j][x, y] * hl.cast(hl.Float(32), p_levels - 1)
-        li = hl.clamp(hl.cast(hl.Int(32), lv), 0, p_levels - 2)
-        lf = lv - hl.cast(hl.Float(32), li)
-        outL[j][x, y] = (1.0 - lf) * lP[j][x, y, li] + lf * lP[j][x, y, li + 1]
-    outG = [hl.Func(f"outGPyramid{j}") for j in range(J)]
-    outG[J - 1][x, y] = outL[J - 1][x, y]
-    for j in range(J - 2, -1, -1):
-        outG[j][x, y] = upsample(outG[j + 1], 2)[x, y] + outL[j][x, y]
-    color = hl.Func("color")
-    eps = hl.f32(0.01)
-    color[x, y, c] = inp[x, y, c] * (outG[0][x, y] + eps) / (gray[x, y] + eps)
-    output = hl.Func("output")
-    output[x, y, c] = hl.cast(hl.UInt(16), hl.clamp(color[x, y, c], 0.0, 65535.0))
-
-    remap.compute_root()
-    gray.compute_root()
-    for j in range(1, J):
-        inG[j].compute_root()
-        gP[j].compute_root()
-        outG[j].compute_root()
-    h, w, _ = img.shape
-    planar = np.array(img.transpose(2, 0, 1), order="C")        # (c, y, x): x innermost
-    inp.set(hl.Buffer(planar))
-    t = hl.get_jit_target_from_environment()
-    if strict:
-        t = t.with_feature(hl.TargetFeature.StrictFloat)
-    res = np.asarray(output.realize([w, h, 3], t))
-    return res.transpose(1, 2, 0).copy()
+def halide_local_laplacian(img, levels=8, alpha=1.0, beta=1.0, strict=True, schedule=False):
+    """apps/local_laplacian/local_laplacian_generator.cpp (release 21) in Halide's Python bindings
+    (benchmarks/halide_peers.py, the benchmark's peer): the pyramid levels compute_root and the
+    rest inlined, or (schedule=True) the app's CPU schedule."""
+    from benchmarks import halide_peers
+    peer = halide_peers.local_laplacian(img, levels, alpha, beta, strict=strict, schedule=schedule)
+    peer.run()
+    return peer.output().copy()
 
 
 # --- tests -----------------------------------------------------------------------------------
@@ -276,10 +201,11 @@ def test_local_laplacian_matches_halide_bit_for_bit(pipe, params):
     assert np.array_equal(native(img=img, **params), halide_local_laplacian(img, **params))
 
 
-def test_local_laplacian_full_image_matches_halide(pipe):
+@pytest.mark.parametrize("schedule", [False, True], ids=["root", "app_schedule"])
+def test_local_laplacian_full_image_matches_halide(pipe, schedule):
     _, native = pipe
     img = load_image(IMAGES / "rgb16.png")
-    assert np.array_equal(native(img=img, alpha=2.0), halide_local_laplacian(img, alpha=2.0))
+    assert np.array_equal(native(img=img, alpha=2.0), halide_local_laplacian(img, alpha=2.0, schedule=schedule))
 
 
 def test_local_laplacian_fast_math_halide_is_close(pipe):
