@@ -273,12 +273,16 @@ class CodeGen:
             saved = b.call(self.decl("llvm.stacksave.p0", PTR, []), [])
             with b.if_else(small, likely=True) as (then, other):
                 with then:
-                    raw = b.alloca(I8T, size=b.add(rounded, ir.Constant(I64T, 64)))
-                    addr = b.and_(b.add(b.ptrtoint(raw, I64T), ir.Constant(I64T, 63)), ir.Constant(I64T, -64))
-                    on_stack = b.inttoptr(addr, PTR)
+                    # (aligned by the alloca itself, not by pointer arithmetic: LLVM then knows
+                    # the block is distinct from every other buffer and keeps values in registers)
+                    on_stack = b.alloca(I8T, size=rounded)
+                    on_stack.align = 64
                     stack_block = b.block
                 with other:
-                    on_heap = b.call(self.decl(f"{self.runtime_prefix}_malloc", PTR, [I64T]), [rounded])
+                    malloc = self.decl(f"{self.runtime_prefix}_malloc", PTR, [I64T])
+                    if "noalias" not in malloc.return_value.attributes:
+                        malloc.return_value.add_attribute("noalias")     # fresh memory, as malloc's
+                    on_heap = b.call(malloc, [rounded])
                     heap_block = b.block
             mem = b.phi(PTR)
             mem.add_incoming(on_stack, stack_block)
@@ -1113,6 +1117,7 @@ class CodeGen:
         inner = _Fn(self, task)
         inner.err_info = None
         cl, idx = task.args
+        cl.add_attribute("noalias")       # the closure is only read, by every task alike
         for k, n in enumerate(free):
             v = inner.b.load(inner.b.gep(cl, [ir.Constant(I32T, 0), ir.Constant(I32T, k)], source_etype=closure_t),
                              typ=types[k])

@@ -520,20 +520,51 @@ def stmt_reads(s: Stmt, f: Func) -> bool:
     return any(_reads(e, f) for e in _own_exprs(s)) or any(stmt_reads(c, f) for c in _children(s))
 
 
-def innermost_loop_using(stmt: Stmt, f: Func) -> str | None:
+def innermost_loop_using(stmt: Stmt, f: Func) -> tuple[str | None, For | None]:
     """The innermost loop whose body contains every use of f (for unscheduled reductions):
-    descend while exactly one child uses f and the node itself does not."""
-    best = None
+    descend while exactly one child uses f and the node itself does not, and stop above a
+    vectorized loop (computed inside it, f would turn the consumer's vector code scalar;
+    above it, its region covers the lanes). Returns (that loop's var, the vectorized loop
+    below it or None)."""
+    chain: list[str] = []
     s = stmt
     while True:
         if any(_reads(e, f) for e in _own_exprs(s)):
-            return best
+            return (chain[-1] if chain else None), None
         if isinstance(s, For):
-            best = s.var
+            if s.kind == "vectorized":
+                # also above the loop over the vectors of the same dim (x$1 around x_i), so
+                # that one pass over a row serves all of its vectors
+                base = s.var[:-2] if s.var.endswith("_i") else s.var
+                while chain and (chain[-1] == base or chain[-1].startswith(base + "$")):
+                    chain.pop()
+                return (chain[-1] if chain else None), s
+            chain.append(s.var)
         users = [c for c in _children(s) if stmt_reads(c, f)]
         if len(users) != 1:
-            return best
+            return (chain[-1] if chain else None), None
         s = users[0]
+
+
+def lane_dim(loop: For, f: Func) -> int | None:
+    """The one dimension of f along which f's calls inside vectorized `loop` vary from lane
+    to lane (through lets that depend on the loop's var), or None."""
+    from hdsl.ir.expr import free_vars
+    dims: set[int] = set()
+
+    def visit(s: Stmt, lane: frozenset):
+        for e in _own_exprs(s):
+            for n in walk(e):
+                if isinstance(n, FuncCall) and n.func is f:
+                    for d, a in enumerate(n.args):
+                        if free_vars(a) & lane:
+                            dims.add(d)
+        if isinstance(s, LetStmt) and free_vars(s.value) & lane:
+            lane = lane | {s.name}
+        for k in _children(s):
+            visit(k, lane)
+    visit(loop.body, frozenset({loop.var}))
+    return dims.pop() if len(dims) == 1 else None
 
 
 def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:

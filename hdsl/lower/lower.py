@@ -5,8 +5,8 @@ import os
 import time
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, Var, clear_interned
-from hdsl.ir.func import Pipeline, Schedule, topo_order
+from hdsl.ir.expr import BinOp, Const, RVar, Var, clear_interned
+from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
 from hdsl.ir.verify import verify
@@ -18,8 +18,7 @@ from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, fix_extents,
-                              func_schedules,
-                              inject_at_loop, innermost_loop_using)
+                              func_schedules, inject_at_loop, innermost_loop_using, lane_dim)
 from hdsl.lower.symbolic import box_of
 
 PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops")
@@ -77,7 +76,22 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
                 raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
                                 "loop (is it computed inline?)", None, f"schedule '{g.name}' too, e.g. compute_root()")
         elif level.kind == "innermost":
-            site = innermost_loop_using(stmt, f)
+            site, vector = innermost_loop_using(stmt, f)
+            if vector is not None and f.implicit and not any(fs.stages.values()):
+                # an inline reduction (sum(...)) read by vector code: computed just outside
+                # the vector loop, over its lanes, and vectorized the same way (its update
+                # with the lanes' dim innermost: each point reduces into itself)
+                d = lane_dim(vector, f)
+                lanes = vector.extent.value if isinstance(vector.extent, Const) else None
+                if d is not None and lanes:
+                    v = f.args[d]
+                    fs.stages[-1] = [Directive("vectorize", [v, lanes])]
+                    for k, u in enumerate(defs[id(f)].updates):
+                        rvars = [RVar(u.rdom, i).name for i in range(len(u.rdom.bounds))] if u.rdom else []
+                        # lanes outside the reduction: each vector of points sums over the
+                        # whole domain while its partial sums stay in registers
+                        order = rvars + [v + "_i", v] + [a for a in f.args if a != v]
+                        fs.stages[k] = [Directive("vectorize", [v, lanes]), Directive("reorder", order)]
 
         slides = fs.store != fs.compute and level.kind == "at"
         # a reshaped producer computes past its window (rounded-up splits): folding its
