@@ -520,30 +520,38 @@ def stmt_reads(s: Stmt, f: Func) -> bool:
     return any(_reads(e, f) for e in _own_exprs(s)) or any(stmt_reads(c, f) for c in _children(s))
 
 
-def innermost_loop_using(stmt: Stmt, f: Func) -> tuple[str | None, For | None]:
+def innermost_loop_using(stmt: Stmt, f: Func, above_vectors: bool = True):
     """The innermost loop whose body contains every use of f (for unscheduled reductions):
-    descend while exactly one child uses f and the node itself does not, and stop above a
-    vectorized loop (computed inside it, f would turn the consumer's vector code scalar;
-    above it, its region covers the lanes). Returns (that loop's var, the vectorized loop
-    below it or None)."""
+    descend while exactly one child uses f and the node itself does not, and (above_vectors)
+    stop above a vectorized loop: computed inside it, f would turn the consumer's vector
+    code scalar; above it, its region covers the lanes. Returns (that loop's var, the
+    vectorized loop below it or None, the names of the loops f is moved out of)."""
     chain: list[str] = []
     s = stmt
     while True:
         if any(_reads(e, f) for e in _own_exprs(s)):
-            return (chain[-1] if chain else None), None
+            return (chain[-1] if chain else None), None, set()
         if isinstance(s, For):
-            if s.kind == "vectorized":
+            if s.kind == "vectorized" and above_vectors:
                 # also above the loop over the vectors of the same dim (x$1 around x_i), so
                 # that one pass over a row serves all of its vectors
                 base = s.var[:-2] if s.var.endswith("_i") else s.var
+                skipped = set()
                 while chain and (chain[-1] == base or chain[-1].startswith(base + "$")):
-                    chain.pop()
-                return (chain[-1] if chain else None), s
+                    skipped.add(chain.pop())
+                return (chain[-1] if chain else None), s, skipped | _loop_names(s)
             chain.append(s.var)
         users = [c for c in _children(s) if stmt_reads(c, f)]
         if len(users) != 1:
-            return (chain[-1] if chain else None), None
+            return (chain[-1] if chain else None), None, set()
         s = users[0]
+
+
+def _loop_names(s: Stmt) -> set[str]:
+    out = {s.var} if isinstance(s, For) else set()
+    for k in _children(s):
+        out |= _loop_names(k)
+    return out
 
 
 def lane_dim(loop: For, f: Func) -> int | None:

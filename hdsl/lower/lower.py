@@ -5,7 +5,7 @@ import os
 import time
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, RVar, Var, clear_interned
+from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, walk
 from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
@@ -76,7 +76,10 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
                 raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
                                 "loop (is it computed inline?)", None, f"schedule '{g.name}' too, e.g. compute_root()")
         elif level.kind == "innermost":
-            site, vector = innermost_loop_using(stmt, f)
+            site, vector, skipped = innermost_loop_using(stmt, f)
+            if vector is not None and _computed_within(f, defs, scheds, skipped):
+                # a Func f reads is computed inside the loops f would leave: stay inside
+                site, vector, _ = innermost_loop_using(stmt, f, above_vectors=False)
             if vector is not None and f.implicit and not any(fs.stages.values()):
                 # an inline reduction (sum(...)) read by vector code: computed just outside
                 # the vector loop, over its lanes, and vectorized the same way (its update
@@ -124,6 +127,22 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
                                     "such loop", None)
                 stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
     return fix_extents(stmt, lb.deferred)
+
+
+def _computed_within(f, defs, scheds, loops: set[str]) -> bool:
+    """Whether a Func that f reads is computed (or, unscheduled, may be) inside `loops`."""
+    d = defs[id(f)]
+    exprs = list(d.values) + [e for u in d.updates for e in list(u.values) + list(u.args)]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, FuncCall) and n.func is not f:
+                lv = scheds[id(n.func)].compute
+                if lv.kind == "innermost":
+                    return True
+                if lv.kind == "at" and any(l.startswith(lv.func.name + ".s") and l.endswith("." + lv.var)
+                                           for l in loops):
+                    return True
+    return False
 
 
 def check_uses_in_scope(p: Pipeline, sched: Schedule | None, stmt: Stmt) -> None:

@@ -558,3 +558,25 @@ schedule {
     text = e.value.render() if hasattr(e.value, "render") else str(e.value)
     assert "'g' is used by 'out' outside the loops it is computed in" in text
     assert "bad.hl:10:" in text and "g.compute_at(two, y)" in text
+
+
+@pytest.mark.parametrize("name,schedule", [
+    ("sat", "out.vectorize(x, 1)\n    c.split(_0, t1, t2, 1)\n    c.compute_at(out, x_i)\n    c.store_root()"),
+    ("sat", "out.vectorize(x, 1)\n    c.compute_at(out, x_i)"),
+    ("iir", "out.vectorize(x, 1)\n    out.split(x, t1, t2, 1)\n    c.compute_at(out, x_i)"),
+])
+def test_unscheduled_reduction_stays_inside_the_vector_loop_its_input_is_computed_in(name, schedule):
+    """(fuzzer) An unscheduled reduction read by vector code is now computed above the
+    vector loop; when a Func it reads is computed inside that loop (c.compute_at(out, x_i)),
+    it must stay inside: moved out, it read c before c was computed (wrong values with
+    store_root) or outside c's scope (a false 'used outside' error)."""
+    from pathlib import Path
+    src = (Path(__file__).parent / "pipelines" / f"{name}.hl").read_text()
+    src += "\nschedule fuzz {\n    " + schedule + "\n}\n"
+    p = hdsl.loads(src, f"{name}.hl")
+    ins = {b.name: np.random.RandomState(0).randint(0, 100, (3, 4)).astype(b.type.dtype) for b in p.ir.inputs}
+    got, expected = p.compile("host", schedule="fuzz")(**ins), p(**ins)
+    got = got if isinstance(got, list) else [got]
+    expected = expected if isinstance(expected, list) else [expected]
+    for a, b in zip(got, expected):
+        assert np.array_equal(a, b)
