@@ -146,6 +146,15 @@ class Pipeline:
             if not isinstance(arr, np.ndarray) or arr.ndim != f.dims or arr.dtype != t.dtype:
                 raise HdslError(f"output '{f.name}' needs a {t} array with {f.dims} dimensions", None)
             sizes.append(list(to_buffer_layout(arr, f.dims).shape))
+        # inputs are values: an output written over an input still to be read (a stencil's
+        # neighbours) would change what the pipeline reads, so buffers may not overlap
+        named = [(f"output '{f.name}'", a) for f, a in zip(self.ir.outputs, arrays)] + \
+            [(f"input '{k}'", v) for k, v in inputs.items() if isinstance(v, np.ndarray)]
+        for i, (what, a) in enumerate(named[:len(arrays)]):
+            for other, b in named[i + 1:]:
+                if np.may_share_memory(a, b):
+                    raise HdslError(f"{what} overlaps {other} in memory", None,
+                                    "write into a separate array (outputs may not alias inputs or each other)")
         if self.native is not None:
             self.native.run(inputs, params, sizes, [to_buffer_layout(a, a.ndim) for a in arrays])
         else:

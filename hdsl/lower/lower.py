@@ -139,8 +139,9 @@ def _computed_within(f, defs, scheds, loops: set[str]) -> bool:
                 lv = scheds[id(n.func)].compute
                 if lv.kind == "innermost":
                     return True
-                if lv.kind == "at" and any(l.startswith(lv.func.name + ".s") and l.endswith("." + lv.var)
-                                           for l in loops):
+                # (loop names are `<func>.s<stage>.<var>` with `$n` versions: find_loop_var's rule)
+                if lv.kind == "at" and any(l.split("$")[0].startswith(lv.func.name + ".s") and
+                                           l.split("$")[0].endswith("." + lv.var) for l in loops):
                     return True
     return False
 

@@ -564,6 +564,10 @@ schedule {
     ("sat", "out.vectorize(x, 1)\n    c.split(_0, t1, t2, 1)\n    c.compute_at(out, x_i)\n    c.store_root()"),
     ("sat", "out.vectorize(x, 1)\n    c.compute_at(out, x_i)"),
     ("iir", "out.vectorize(x, 1)\n    out.split(x, t1, t2, 1)\n    c.compute_at(out, x_i)"),
+    # the outer loop of vectorize(y, 1) is `out.s0.y$1`, still "y" to compute_at
+    ("argmax_tuple", "out.vectorize(y, 1)\n    c.compute_at(out, y)"),
+    ("rdom_where", "out.split(x, t1, t2, 1)\n    out.vectorize(y, 1)\n    out.split(t2, t3, t4, 1)\n"
+                   "    evens.compute_at(out, y)\n    c.split(_0, t1, t2, 1)\n    c.compute_at(out, y)\n    c.store_root()"),
 ])
 def test_unscheduled_reduction_stays_inside_the_vector_loop_its_input_is_computed_in(name, schedule):
     """(fuzzer) An unscheduled reduction read by vector code is now computed above the

@@ -56,3 +56,21 @@ def test_bad_arrays_are_refused_with_a_message():
     # interleaved colour: x has stride 3
     with pytest.raises(hdsl.HdslError, match="stride 1 in x"):
         p.realize_into((np.zeros((6, 11), np.uint16), np.zeros((6, 11, 3), np.uint8)), img=img)
+
+
+def test_an_output_overlapping_an_input_is_refused():
+    """Buffers must not overlap (an output written over an input that is still to be read
+    would change what a stencil reads): writing into the input itself is an error."""
+    import hdsl
+    from hdsl.diagnostics import HdslError
+    p = hdsl.loads("pipeline b\ninput img: f32[2]\noutput out: f32[2]\n"
+                   "algorithm { out(x, y) = img(x, y) * 2.0f }\n", "b.hl")
+    c = p.compile("host")
+    img = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(HdslError, match="output 'out' overlaps input 'img' in memory"):
+        c.realize_into(img, img=img)
+    with pytest.raises(HdslError, match="overlaps"):
+        c.realize_into(img[:, 1:], img=img[:, :3])
+    out = np.empty_like(img)
+    c.realize_into(out, img=img)
+    assert np.array_equal(out, img * 2)
