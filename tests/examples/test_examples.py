@@ -128,3 +128,10 @@ def test_harris_against_numpy():
     diff = np.abs(out.astype(np.int64) - ref)
     assert diff.max() <= 1 and (diff > 0).mean() < 0.01
     assert (out > 200).any() and (out < 50).any()                 # corners and edges both show
+
+
+@pytest.mark.parametrize("path", sorted(EX.glob("*.hl")), ids=lambda p: p.stem)
+def test_every_example_file_checks(path, capsys):
+    """`hdsl check` on every file in examples/ (the pipelines and the module halide_math.hl)."""
+    from hdsl.cli import main
+    assert main(["check", str(path)]) == 0, capsys.readouterr().err
