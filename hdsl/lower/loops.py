@@ -239,13 +239,23 @@ class _StageShape:
         return body
 
 
+def shifts(shape: _StageShape, v: str, pure_stage: bool, is_output: bool, shift_outputs: bool, f: Func) -> bool:
+    """Whether a split of v shifts its last tile inwards (Halide's ShiftInwards): an output's
+    pure stage, a dim of the output not split before and not bound (see shift_requirements)."""
+    return shift_outputs and pure_stage and is_output and v in f.args and shape.internal.get(v) == shape.prefix + v \
+        and not isinstance(simplify(shape.bounds[shape.internal[v]][1]), Const)
+
+
 def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage: bool, is_output: bool,
-                     f: Func) -> None:
-    tail = "roundup" if pure_stage and not is_output else "guard"
+                     f: Func, shift_outputs: bool = False) -> None:
+    base_tail = "roundup" if pure_stage and not is_output else "guard"
+
+    def tail_of(v):
+        return "shift" if shifts(shape, v, pure_stage, is_output, shift_outputs, f) else base_tail
     for d in directives:
         a = d.args
         if d.name == "split":
-            shape.split(a[0], a[1], a[2], a[3], tail)
+            shape.split(a[0], a[1], a[2], a[3], tail_of(a[0]))
         elif d.name == "fuse":
             shape.fuse(a[0], a[1], a[2])
         elif d.name == "reorder":
@@ -256,19 +266,20 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 xo, yo = x, y
             else:
                 x, y, xo, yo, xi, yi, w, h = a
-            shape.split(x, xo, xi, w, tail)
-            shape.split(y, yo, yi, h, tail)
+            tx, ty = tail_of(x), tail_of(y)
+            shape.split(x, xo, xi, w, tx)
+            shape.split(y, yo, yi, h, ty)
             shape.reorder([xi, yi, xo, yo])
             if d.name == "gpu_tile":
                 shape.kinds[shape.internal[yo]] = "parallel"
         elif d.name == "gpu_tile":
-            shape.split(a[0], a[0], a[1], a[2], tail)
+            shape.split(a[0], a[0], a[1], a[2], tail_of(a[0]))
             shape.kinds[shape.internal[a[0]]] = "parallel"
         elif d.name in ("vectorize", "unroll", "parallel"):
             kind = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel"}[d.name]
             v = a[0]
             if len(a) == 2:
-                shape.split(v, v, v + "_i", a[1], tail)
+                shape.split(v, v, v + "_i", a[1], tail_of(v))
                 target = v + "_i" if d.name != "parallel" else v
             else:
                 target = v
@@ -293,6 +304,7 @@ class LoopBuilder:
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
         self.slid = None        # (dim, window) of the last sliding-window rewrite
         self.deferred: dict[str, tuple] = {}     # loops to unroll/vectorize whole, see fix_extents
+        self.shift_outputs = False               # outputs' splits shift their last tile inwards
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -339,7 +351,7 @@ class LoopBuilder:
             if u.rdom is not None and u.rdom.predicate is not None:
                 body = IfThenElse(self._subst(u.rdom.predicate, mapping, rmap, u.rdom), body)
             directives = fs.stages.get(stage - 1, [])
-        apply_directives(shape, directives, stage == 0, is_output, f)
+        apply_directives(shape, directives, stage == 0, is_output, f, self.shift_outputs)
         self.deferred.update(shape.deferred)
         return shape.nest(body)
 
@@ -618,3 +630,37 @@ def _rebuild_stmt(s: Stmt, kids: list[Stmt]) -> Stmt:
     if isinstance(s, IfThenElse):
         return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
     raise AssertionError(type(s).__name__)
+
+
+def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
+    """(output, dim, factor) for each split that the shifted variant of a schedule shifts
+    inwards (the rule of `shifts`, read from the directives alone, without lowering): that
+    variant is valid only when every such output dim is at least its factor wide."""
+    from hdsl.lower.lower import choose_schedule
+    sched = choose_schedule(p, schedule)
+    if sched is None:
+        return []
+    reqs = []
+    for k, f in enumerate(p.outputs):
+        split_before: set[str] = set()
+        bounded = {d.args[0] for d in sched.directives.get(id(f), []) if d.name == "bound"}
+        for d in sched.directives.get(id(f), []):
+            if d.stage != -1:
+                continue
+            a = d.args
+            pairs = []
+            if d.name == "split":
+                pairs = [(a[0], a[3])]
+            elif d.name in ("tile", "gpu_tile") and len(a) >= 6:
+                pairs = [(a[0], a[-2]), (a[1], a[-1])]
+            elif d.name == "gpu_tile":
+                pairs = [(a[0], a[2])]
+            elif d.name in ("vectorize", "unroll") and len(a) == 2:
+                pairs = [(a[0], a[1])]
+            elif d.name == "fuse":
+                split_before |= {a[0], a[1]}
+            for v, n in pairs:
+                if v in f.args and v not in split_before and v not in bounded:
+                    reqs.append((k, f.args.index(v), int(n)))
+                split_before.add(v)
+    return reqs

@@ -40,7 +40,7 @@ class Lowered:
         self.stmt, self.pipeline, self.stages, self.timings = stmt, pipeline, stages, timings
 
 
-def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
+def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool = False) -> Stmt:
     funcs = topo_order(p.outputs)
     scheds = func_schedules(funcs, p.outputs, sched)
     inlined = {id(f) for f in funcs if scheds[id(f)].compute.kind == "inline" and f not in p.outputs}
@@ -50,6 +50,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None) -> Stmt:
     # tile_iir replaces filters by the Funcs of their tiled form
     funcs = apply_tile_iir(funcs, defs, scheds)
     lb = LoopBuilder(defs, scheds, p.outputs)
+    lb.shift_outputs = shift_outputs
     stmt: Stmt = Block(())
     # outputs: consumers first, so that each output's production precedes its consumers'
     for f in reversed([g for g in funcs if g in p.outputs]):
@@ -202,7 +203,10 @@ def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
     return block(*checks, stmt)
 
 
-def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Lowered:
+def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_outputs: bool = False) -> Lowered:
+    """The loop nest of p under `schedule`. shift_outputs: the outputs' splits shift their
+    last tile inwards (Halide's ShiftInwards) instead of guarding it; the result is then
+    valid only for outputs at least as wide as the split factors (loops.shift_requirements)."""
     clear_interned()       # expressions are hash-consed per lowering
     sched = choose_schedule(p, schedule, target)
     stages, timings = {}, {}
@@ -218,7 +222,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host") -> Low
             verify(out, p, flat=(name in ("flatten", "partition_loops")))
         return out
 
-    stmt = run("schedule_functions", schedule_functions, p, sched)
+    stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs)
     check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     orders = {}

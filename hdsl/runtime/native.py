@@ -19,25 +19,25 @@ def _dim(d: int) -> str:
     return DIM_NAMES[d] if d < 3 else f"dim {d}"
 
 
-class NativePipeline:
-    def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
-        # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
-        fast_math = target.endswith("-fast_math")
-        base = target[: -len("-fast_math")] if fast_math else target
+class _Variant:
+    """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
+
+    def __init__(self, p: Pipeline, schedule, target: str, fast_math: bool, name: str, use_cache: bool, shift: bool):
         from hdsl.runtime.jit import CompiledFunction, source_cache_path
         t0 = time.perf_counter()
-        self.p, self.schedule, self.target, self.fast_math = p, schedule, base, fast_math
-        self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
+        self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
+            p, schedule, target, fast_math, name, shift
         self._lowered = self._module = None
-        src_path = source_cache_path(p.source_key, schedule, target) if use_cache and p.source_key else None
-        self.fn = CompiledFunction.from_object(src_path, self.name, base) if src_path and src_path.exists() else None
+        key_target = (target + ("-fast_math" if fast_math else "")) + ("#shift" if shift else "")
+        src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
+        self.fn = CompiledFunction.from_object(src_path, name, target) if src_path and src_path.exists() else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
         ir = self.llvm_ir                 # lowering and code generation
         t1 = time.perf_counter()
-        self.fn = CompiledFunction(ir, self.name, base, use_cache)
+        self.fn = CompiledFunction(ir, name, target, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
             try:
@@ -52,7 +52,7 @@ class NativePipeline:
     def lowered(self):
         if self._lowered is None:
             from hdsl.lower.lower import lower
-            self._lowered = lower(self.p, self.schedule, self.target)
+            self._lowered = lower(self.p, self.schedule, self.target, shift_outputs=self.shift)
         return self._lowered
 
     @property
@@ -65,6 +65,47 @@ class NativePipeline:
     @property
     def llvm_ir(self) -> str:
         return str(self.module)
+
+
+class NativePipeline:
+    """A compiled pipeline. When the outputs' pure definitions are split, it is compiled with
+    their last tiles shifted inwards (Halide's ShiftInwards: every tile whole, so what is
+    computed per tile has constant sizes); outputs narrower than a split factor run a second
+    form whose last tiles are guarded instead, compiled the first time one is asked for."""
+
+    def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
+        from hdsl.lower.loops import shift_requirements
+        # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
+        fast_math = target.endswith("-fast_math")
+        base = target[: -len("-fast_math")] if fast_math else target
+        self.p, self.schedule, self.target, self.fast_math = p, schedule, base, fast_math
+        self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
+        self.use_cache = use_cache
+        self.requirements = shift_requirements(p, schedule)
+        self.primary = _Variant(p, schedule, base, fast_math, self.name, use_cache, bool(self.requirements))
+        self._guarded = None if self.requirements else self.primary
+        self.timings = self.primary.timings
+
+    @property
+    def guarded(self) -> _Variant:
+        if self._guarded is None:
+            self._guarded = _Variant(self.p, self.schedule, self.target, self.fast_math, self.name,
+                                     self.use_cache, False)
+        return self._guarded
+
+    def variant(self, sizes) -> _Variant:
+        """The shifted form when every shifted output dim is at least its split factor wide."""
+        if all(sizes[k][d] >= n for k, d, n in self.requirements):
+            return self.primary
+        return self.guarded
+
+    @property
+    def lowered(self):
+        return self.primary.lowered
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.primary.llvm_ir
 
     def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes, into=None) -> list[np.ndarray]:
         """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order (written into
@@ -107,7 +148,7 @@ class NativePipeline:
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
-        code, info = self.fn(ptrs)
+        code, info = self.variant(sizes).fn(ptrs)
         if code != 0:
             raise self.error(code, info, inputs, sizes)
         return outs

@@ -338,3 +338,28 @@ def test_clamp_of_a_let_that_is_a_tail_guard_min_goes_in_the_steady_state():
     for w in (1, 2, 7, 8, 9, 17, 40):
         img = np.random.RandomState(w).randint(0, 30000, (3, w, 3)).astype(np.uint16)
         assert np.array_equal(c(img=img), p(img=img)), w
+
+
+def test_outputs_shift_their_last_tile_inwards_and_narrow_outputs_get_the_guarded_form():
+    """Compiled, an output's split tiles are all whole (the last one shifted back to end at
+    the edge, Halide's ShiftInwards), so the tile's intermediates have constant sizes; that
+    form needs the output at least a tile wide, and a narrower output runs a second form with
+    guarded tails, compiled the first time one is asked for. Both give the evaluator's values."""
+    from hdsl.lower.loops import shift_requirements
+    p = hdsl.loads(BLUR, "blur.hl")
+    assert shift_requirements(p.ir, "tiled") == [(0, 0, 64), (0, 1, 8)]
+    shifted = lower(p.ir, "tiled", shift_outputs=True).stages["schedule_functions"]
+    from hdsl.ir.printer import stmt_str
+    text = stmt_str(shifted)
+    assert "let out.s0.x = out.s0.x.min + min(out.s0.x$1 * 64, out.s0.x.max - out.s0.x.min - 63) + out.s0.xi" in text
+    assert "if " not in text.split("parallel for out")[1]     # no tail guards
+    c = p.compile("host", schedule="tiled", use_cache=False)
+    assert c.native._guarded is None
+    for w, h in ((64, 8), (130, 17), (200, 9)):
+        img = np.random.RandomState(w).randint(0, 20000, (h, w)).astype(np.uint16)
+        assert np.array_equal(c(img=img), p(img=img)), (w, h)
+    assert c.native._guarded is None          # every output so far was at least 64 x 8
+    for w, h in ((63, 8), (70, 7), (1, 1)):
+        img = np.random.RandomState(w).randint(0, 20000, (h, w)).astype(np.uint16)
+        assert np.array_equal(c(img=img), p(img=img)), (w, h)
+    assert c.native._guarded is not None
