@@ -168,6 +168,7 @@ class _StageShape:
         # unroll/vectorize of a whole loop whose extent is not constant here: decided once
         # bounds inference has given the loop's range (internal name -> (directive, var))
         self.deferred: dict[str, tuple] = {}
+        self.shifted: list[tuple[str, int]] = []         # (var, factor) of splits shifted inwards
 
     def fresh(self, user: str) -> str:
         n = self.versions.get(user, 0)
@@ -198,6 +199,7 @@ class _StageShape:
             tail = "exact"          # the factor divides a constant extent: no tail at all
         if tail == "shift":
             base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
+            self.shifted.append((v, n))
         value = add(lo, add(base, V(inner)))
         if tail == "guard":
             # the guard skips the points past the end; the clamp (a no-op where the guard
@@ -305,6 +307,7 @@ class LoopBuilder:
         self.slid = None        # (dim, window) of the last sliding-window rewrite
         self.deferred: dict[str, tuple] = {}     # loops to unroll/vectorize whole, see fix_extents
         self.shift_outputs = False               # outputs' splits shift their last tile inwards
+        self.shifted: set[tuple[int, int, int]] = set()   # (output, dim, factor) actually shifted
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -352,6 +355,9 @@ class LoopBuilder:
                 body = IfThenElse(self._subst(u.rdom.predicate, mapping, rmap, u.rdom), body)
             directives = fs.stages.get(stage - 1, [])
         apply_directives(shape, directives, stage == 0, is_output, f, self.shift_outputs)
+        if shape.shifted:
+            k = self.outputs.index(f)
+            self.shifted |= {(k, f.args.index(v), n) for v, n in shape.shifted}
         self.deferred.update(shape.deferred)
         return shape.nest(body)
 
@@ -655,8 +661,8 @@ def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
                 pairs = [(a[0], a[-2]), (a[1], a[-1])]
             elif d.name == "gpu_tile":
                 pairs = [(a[0], a[2])]
-            elif d.name in ("vectorize", "unroll") and len(a) == 2:
-                pairs = [(a[0], a[1])]
+            elif d.name in ("vectorize", "unroll", "parallel") and len(a) == 2:
+                pairs = [(a[0], a[1])]          # (each splits v by the factor: apply_directives)
             elif d.name == "fuse":
                 split_before |= {a[0], a[1]}
             for v, n in pairs:

@@ -40,7 +40,8 @@ class Lowered:
         self.stmt, self.pipeline, self.stages, self.timings = stmt, pipeline, stages, timings
 
 
-def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool = False) -> Stmt:
+def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool = False,
+                       info: dict | None = None) -> Stmt:
     funcs = topo_order(p.outputs)
     scheds = func_schedules(funcs, p.outputs, sched)
     inlined = {id(f) for f in funcs if scheds[id(f)].compute.kind == "inline" and f not in p.outputs}
@@ -127,6 +128,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", None)
                 stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
+    if info is not None:
+        info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
     return fix_extents(stmt, lb.deferred)
 
 
@@ -222,7 +225,8 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
             verify(out, p, flat=(name in ("flatten", "partition_loops")))
         return out
 
-    stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs)
+    info: dict = {}
+    stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
     check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     orders = {}
@@ -235,7 +239,9 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
     stmt = run("flatten", flatten, stmt, orders)
     stmt = run("partition_loops", partition_loops, stmt)
-    return Lowered(stmt, p, stages, timings)
+    low = Lowered(stmt, p, stages, timings)
+    low.shifted = info.get("shifted", set())
+    return low
 
 
 def lowered_text(p: Pipeline, schedule: str | None = None, after: str = "schedule_functions") -> str:

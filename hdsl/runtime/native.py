@@ -36,6 +36,12 @@ class _Variant:
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
         ir = self.llvm_ir                 # lowering and code generation
+        if shift:
+            from hdsl.diagnostics import InternalError
+            from hdsl.lower.loops import shift_requirements
+            extra = set(self.lowered.shifted) - set(shift_requirements(p, schedule))
+            if extra:       # the shifted form would run on outputs too narrow for it
+                raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
         t1 = time.perf_counter()
         self.fn = CompiledFunction(ir, name, target, use_cache)
         t2 = time.perf_counter()

@@ -584,3 +584,21 @@ def test_unscheduled_reduction_stays_inside_the_vector_loop_its_input_is_compute
     expected = expected if isinstance(expected, list) else [expected]
     for a, b in zip(got, expected):
         assert np.array_equal(a, b)
+
+
+def test_parallel_with_a_factor_on_a_narrow_output():
+    """(fuzzer) out.parallel(y, 2) splits y by 2: the shifted form needs the output 2 rows
+    high, and a 1-row output must run the guarded form (it wrote row -1)."""
+    text = """pipeline par
+input  img: u8[2]
+output out: u16[2]
+algorithm { out(x, y) = u16(img(x, y)) * u16(3) }
+schedule { out.parallel(y, 2) }
+"""
+    p = hdsl.loads(text, "par.hl")
+    from hdsl.lower.loops import shift_requirements
+    assert shift_requirements(p.ir, None) == [(0, 1, 2)]
+    c = p.compile("host", use_cache=False)
+    for h in (1, 2, 3, 5):
+        img = np.arange(4 * h, dtype=np.uint8).reshape(h, 4)
+        assert np.array_equal(c(img=img), p(img=img)), h
