@@ -4,7 +4,7 @@ from __future__ import annotations
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var)
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, Let, LetStmt, Load, Provide, Realize,
-                          Stmt, Store)
+                          Stmt, Store, own_exprs)
 
 _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "|": 4, "^": 5, "&": 6,
          "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
@@ -100,24 +100,8 @@ def _shared(roots) -> list[Expr]:
     return [n for n in order if refs[id(n)] > 1 and n.children() and id(n) not in _NAMES]
 
 
-def _exprs_of(s: Stmt) -> list[Expr]:
-    if isinstance(s, For):
-        return [s.min, s.extent]
-    if isinstance(s, LetStmt):
-        return [s.value]
-    if isinstance(s, IfThenElse):
-        return [s.cond]
-    if isinstance(s, Provide):
-        return list(s.args) + list(s.values)
-    if isinstance(s, Store):
-        return [s.index, s.value]
-    if isinstance(s, (Assert, Evaluate)):
-        return [s.cond] if isinstance(s, Assert) else [s.value]
-    return []
-
-
 def stmt_str(s: Stmt, indent: int = 0) -> str:
-    exprs = _exprs_of(s)
+    exprs = own_exprs(s)
     if exprs and _tree_size(exprs) > _TREE_LIMIT:
         pad = "  " * indent
         added, lines = [], []

@@ -164,6 +164,23 @@ def children(s: Stmt) -> list[Stmt]:
     return []
 
 
+def with_children(s: Stmt, kids: list[Stmt]) -> Stmt:
+    """s with the statements directly inside it (as `children` lists them) replaced."""
+    if isinstance(s, Block):
+        return Block(tuple(kids))
+    if isinstance(s, For):
+        return For(s.var, s.min, s.extent, s.kind, kids[0])
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, s.value, kids[0])
+    if isinstance(s, Allocate):
+        return Allocate(s.name, s.type, s.size, kids[0])
+    if isinstance(s, Realize):
+        return Realize(s.func, s.bounds, kids[0], s.folds)
+    if isinstance(s, IfThenElse):
+        return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+    return s
+
+
 def block(*stmts) -> Stmt:
     flat = []
     for s in stmts:

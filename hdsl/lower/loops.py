@@ -17,7 +17,8 @@ from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children, own_exprs
+from hdsl.ir.stmt import (Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
+                          own_exprs, with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.inline import Definitions
 from hdsl.lower.symbolic import box_of, expr_bounds
@@ -620,22 +621,8 @@ def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:
         new = [visit(k, env) for k in kids]
         if all(a is b for a, b in zip(new, kids)):
             return s
-        return _rebuild_stmt(s, new)
+        return with_children(s, new)
     return visit(stmt, {}) if deferred else stmt
-
-
-def _rebuild_stmt(s: Stmt, kids: list[Stmt]) -> Stmt:
-    if isinstance(s, Block):
-        return Block(tuple(kids))
-    if isinstance(s, For):
-        return For(s.var, s.min, s.extent, s.kind, kids[0])
-    if isinstance(s, LetStmt):
-        return LetStmt(s.name, s.value, kids[0])
-    if isinstance(s, Realize):
-        return Realize(s.func, s.bounds, kids[0], s.folds)
-    if isinstance(s, IfThenElse):
-        return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
-    raise AssertionError(type(s).__name__)
 
 
 def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:

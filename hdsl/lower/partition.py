@@ -30,7 +30,7 @@ from __future__ import annotations
 from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, intern, subst_vars, walk
 from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Stmt, Store,
-                          children, own_exprs)
+                          children, own_exprs, with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
@@ -88,7 +88,7 @@ class _Partitioner:
         kids = _kids(s)
         new = [self.stmt(k) for k in kids]
         if any(a is not b for a, b in zip(new, kids)):
-            s = _rebuild(s, new)
+            s = with_children(s, new)
         if isinstance(s, For) and s.kind in ("serial", "parallel") and _has_vector_loop(s.body):
             return self.partition(s)
         return s
@@ -322,20 +322,6 @@ def _replace_stmt(s: Stmt, repl: dict, memo: dict | None = None) -> Stmt:
         return Assert(ex(s.cond), s.code, tuple(ex(i) for i in s.info))
     if isinstance(s, Evaluate):
         return Evaluate(ex(s.value))
-    return s
-
-
-def _rebuild(s: Stmt, kids: list[Stmt]) -> Stmt:
-    if isinstance(s, Block):
-        return Block(tuple(kids))
-    if isinstance(s, For):
-        return For(s.var, s.min, s.extent, s.kind, kids[0])
-    if isinstance(s, LetStmt):
-        return LetStmt(s.name, s.value, kids[0])
-    if isinstance(s, Allocate):
-        return Allocate(s.name, s.type, s.size, kids[0])
-    if isinstance(s, IfThenElse):
-        return IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
     return s
 
 
