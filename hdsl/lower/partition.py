@@ -62,6 +62,12 @@ def _has_vector_loop(s: Stmt) -> bool:
     return any(_has_vector_loop(k) for k in _kids(s))
 
 
+def _directly_around_vectors(s: Stmt) -> bool:
+    if isinstance(s, For):
+        return s.kind == "vectorized"
+    return any(_directly_around_vectors(k) for k in _kids(s))
+
+
 def _conditions(n: Expr, in_if: bool):
     """The (node, d, replacement) of a clamp or guard: `node` equals `replacement` when d <= 0."""
     if not isinstance(n, BinOp):
@@ -97,6 +103,8 @@ class _Partitioner:
     def _hot(self, loop: For) -> dict[int, Expr]:
         """Clamp and guard nodes inside vector loops whose value varies across the lanes."""
         hot: dict[int, Expr] = {}
+        # the loop right around vector code (no other loop between): its own clamps count too
+        own = _directly_around_vectors(loop.body)
 
         def visit(s: Stmt, lane: set, in_vec: bool):
             if isinstance(s, For) and s.kind == "vectorized":
@@ -109,7 +117,10 @@ class _Partitioner:
                         if not isinstance(n, BinOp) or id(n) in hot:
                             continue
                         if (n.type == I32 and n.op in ("min", "max")) or (in_if and n.op in _CMP and n.a.type == I32):
-                            if _names(n) & lane:
+                            # (or one of the loop's own var: a shifted-inwards tile's start,
+                            # min(v * n, extent - n), is v * n in the steady state, and the
+                            # clamps of coordinates built on it become linear)
+                            if _names(n) & lane or (own and n.op in ("min", "max") and loop.var in _names(n)):
                                 hot[id(n)] = n
             if isinstance(s, LetStmt) and _names(s.value) & lane:
                 lane = lane | {s.name}
