@@ -1,6 +1,7 @@
 """The command line: hdsl check | run | lower | compile, as a user types them."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +120,6 @@ def test_lower_prints_shared_subexpressions_once(capsys):
     assert len(out) < 400_000 and "let t0 = " in out
     # every name is defined before the line that uses it
     defined = set()
-    import re
     for line in out.splitlines():
         for used in re.findall(r"\bt(\d+)\b", line.split("=", 1)[1] if line.strip().startswith("let t") else line):
             assert f"t{used}" in defined, line[:120]

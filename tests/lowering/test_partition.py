@@ -8,7 +8,7 @@ import pytest
 import hdsl
 from hdsl.codegen.llvm import generate
 from hdsl.ir.expr import BinOp, walk
-from hdsl.ir.stmt import For, IfThenElse, LetStmt, Store
+from hdsl.ir.stmt import For, IfThenElse
 from hdsl.lower.lower import lower
 from hdsl.lower.partition import _exprs, _kids
 
