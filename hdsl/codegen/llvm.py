@@ -562,7 +562,7 @@ class CodeGen:
         old = st.syms.get(s.var)
         st.syms[s.var] = (i, I32)
         self.stmt(st, s.body)
-        nxt = b.add(i, ir.Constant(I32T, 1))
+        nxt = b.add(i, ir.Constant(I32T, 1), flags=("nsw",))     # (i < hi: no overflow)
         i.add_incoming(nxt, b.block)
         b.branch(head)
         b.position_at_end(done)
@@ -925,17 +925,19 @@ class CodeGen:
                 return b.sitofp(v, lt)
             return b.uitofp(v, lt)
         if src.is_float():
-            D = shaped(v, ir.DoubleType())
-            d = b.fpext(v, D) if src.bits < 64 else v
-            tv = b.call(self.intrinsic("trunc", D), [d])
+            # truncated toward zero; out of t's range (or NaN) gives t's minimum. In the
+            # source's own float type (t's bounds are powers of two, exact in f32) and
+            # through i32 where t fits: one vector convert, not a per-lane f64 -> i64
+            tv = b.call(self.intrinsic("trunc", v.type), [v])
             lo = float(t.min_value())
             hi = 2.0 ** (t.bits if t.is_uint() else t.bits - 1)
-            ok = b.and_(b.fcmp_ordered(">=", tv, K(D, lo)), b.fcmp_ordered("<", tv, K(D, hi)))
-            tv = b.select(ok, tv, K(D, lo))
+            ok = b.and_(b.fcmp_ordered(">=", tv, K(v, lo)), b.fcmp_ordered("<", tv, K(v, hi)))
+            tv = b.select(ok, tv, K(v, lo))
             if t.is_uint() and t.bits == 64:
                 return b.fptoui(tv, lt)
-            r = b.fptosi(tv, shaped(v, I64T))
-            return b.trunc(r, lt) if t.bits < 64 else r
+            wide = I64T if t.bits == 64 or (t.is_uint() and t.bits == 32) else I32T
+            r = b.fptosi(tv, shaped(v, wide))
+            return b.trunc(r, lt) if t.bits < wide.width else r
         sw = (v.type.element if isinstance(v.type, ir.VectorType) else v.type).width
         tw = llvm_type(t).width
         if tw < sw:

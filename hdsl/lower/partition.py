@@ -95,6 +95,10 @@ class _Partitioner:
         new = [self.stmt(k) for k in kids]
         if any(a is not b for a, b in zip(new, kids)):
             s = with_children(s, new)
+        if isinstance(s, For) and s.kind == "serial" and isinstance(s.extent, Const) and s.extent.value == 1:
+            # a one-trip loop (a producer computed per vector, 8 points split by 8) is a let:
+            # the loop around it partitions instead, once for all of its iterations
+            return LetStmt(s.var, s.min, s.body)
         if isinstance(s, For) and s.kind in ("serial", "parallel") and _has_vector_loop(s.body):
             return self.partition(s)
         return s

@@ -1,0 +1,55 @@
+"""Float -> integer casts in native code against the evaluator, for every integer type,
+scalar and vectorized, on the values where the rules matter: fractions of both signs
+(truncation toward zero), each type's exact bounds and the floats next to them, values
+out of range, infinities and NaN (all of which give the type's minimum)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hdsl
+
+INT_TYPES = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"]
+
+
+def _specials(ftype) -> np.ndarray:
+    vals = [0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 1.0, -1.0, 1.5, -1.5, 2.5, 254.9, 255.0, 255.5, 256.0,
+            -128.0, -128.5, -129.0, 127.9, 128.0, 32767.0, 32768.0, -32768.0, -32769.0, 65535.0, 65536.0,
+            2.0 ** 31, -(2.0 ** 31), 2.0 ** 32, 2.0 ** 63, -(2.0 ** 63), 2.0 ** 64, 1e30, -1e30,
+            np.inf, -np.inf, np.nan]
+    out = []
+    for v in vals:
+        f = ftype(v)
+        out += [f, np.nextafter(f, ftype(np.inf)), np.nextafter(f, ftype(-np.inf))]
+    return np.array(out, dtype=ftype)
+
+
+@pytest.mark.parametrize("src", ["f32", "f64"])
+@pytest.mark.parametrize("dst", INT_TYPES)
+@pytest.mark.parametrize("vector", [False, True])
+def test_float_to_int_cast_matches_the_evaluator(src, dst, vector):
+    text = f"""
+pipeline cast
+input  img: {src}[1]
+output out: {dst}[1]
+algorithm {{ out(x) = {dst}(img(x)) }}
+schedule s {{ {"out.vectorize(x, 8)" if vector else "out.compute_root()"} }}
+"""
+    p = hdsl.loads(text, "cast.hl")
+    vals = _specials(np.float32 if src == "f32" else np.float64)
+    vals = np.concatenate([vals, np.zeros((-len(vals)) % 8, vals.dtype)])
+    with np.errstate(all="ignore"):
+        expected = p(img=vals)
+    got = p.compile("host", schedule="s", use_cache=False)(img=vals)
+    assert got.dtype == expected.dtype
+    bad = np.nonzero(got != expected)[0]
+    assert not len(bad), [(vals[i], got[i], expected[i]) for i in bad[:5]]
+    # and the rules themselves, on a few values a reader can check
+    info = np.iinfo(np.dtype(dst.replace("u", "uint").replace("i", "int") if dst[0] == "i" else
+                             dst.replace("u", "uint")))
+    lookup = dict(zip(vals.tolist(), expected.tolist()))
+    assert lookup[-1.5] == (-1 if info.min < 0 else info.min)      # toward zero; negative -> min for unsigned
+    assert lookup[2.5] == 2
+    assert lookup[float(info.max) + 1.0 if info.max < 2 ** 60 else 2.0 ** 64] == info.min
+    nan = [g for v, g in zip(vals.tolist(), expected.tolist()) if v != v]
+    assert nan and all(g == info.min for g in nan)
