@@ -431,3 +431,37 @@ schedule s { out.vectorize(x, 8) }
     for w in (1, 5, 8, 9, 17, 40):
         img = np.random.RandomState(w).randint(0, 255, (3, w)).astype(np.uint8)
         assert np.array_equal(c(img=img), p(img=img)), w
+
+
+def test_a_scalar_inline_reduction_is_computed_once_at_the_root():
+    """sum(w(r)) (a kernel's norm) depends on no loop: it is computed once before the
+    loop nest, not per vector (it was 10% of the unsharp mask's time when per vector)."""
+    text = """
+pipeline n
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    rdom r = [0..5]
+    w(k) = f32(k + 1)
+    out(x, y) = img(x, y) / sum(w(r.x))
+}
+schedule s { out.vectorize(x, 8).parallel(y) }
+"""
+    p = hdsl.loads(text, "n.hl")
+    stmt = lower(p.ir, "s", shift_outputs=True).stmt
+    from hdsl.ir.stmt import Allocate
+    top = stmt
+    depth_of_sum = None
+
+    def visit(s, depth):
+        nonlocal depth_of_sum
+        if isinstance(s, Allocate) and s.name.startswith("sum"):
+            depth_of_sum = depth
+        for k in _kids(s):
+            visit(k, depth + (1 if isinstance(s, For) else 0))
+    visit(top, 0)
+    assert depth_of_sum == 0
+    c = p.compile("host", schedule="s", use_cache=False)
+    img = np.random.RandomState(1).rand(5, 19).astype(np.float32)
+    assert np.array_equal(c(img=img), p(img=img))
+    assert np.allclose(c(img=img), img / 15.0)
