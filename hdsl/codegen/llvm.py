@@ -29,6 +29,7 @@ from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE
 
 MAX_DIMS = 8
 I1T, I8T, I32T, I64T = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F32T = ir.FloatType()
 PTR = ir.PointerType()
 BUFFER_T = ir.LiteralStructType([PTR, I32T, I32T, ir.ArrayType(I64T, MAX_DIMS), ir.ArrayType(I64T, MAX_DIMS),
                                  ir.ArrayType(I64T, MAX_DIMS)])
@@ -924,6 +925,17 @@ class CodeGen:
             if src.is_int():
                 return b.sitofp(v, lt)
             return b.uitofp(v, lt)
+        if src.is_float() and src.bits == 32 and t.bits <= 32 and not (t.is_uint() and t.bits == 32):
+            # x86's cvttps2dq truncates toward zero and gives INT_MIN for NaN and anything
+            # outside i32: exactly the rule for i32 (one instruction instead of a range check
+            # around LLVM's fptosi, whose out-of-range result is poison); narrower types then
+            # check the i32 against their own range
+            r = self.cvtt_i32(st, v)
+            if t.bits == 32:
+                return r
+            lo = int(t.min_value())
+            ok = b.icmp_unsigned("<", b.sub(r, K(r, lo)), K(r, 1 << t.bits))
+            return b.trunc(b.select(ok, r, K(r, lo)), lt)
         if src.is_float():
             # truncated toward zero; out of t's range (or NaN) gives t's minimum. In the
             # source's own float type (t's bounds are powers of two, exact in f32) and
@@ -945,6 +957,31 @@ class CodeGen:
         if tw > sw:
             return b.sext(v, lt) if src.is_int() else b.zext(v, lt)
         return v
+
+    def cvtt_i32(self, st: _Fn, v):
+        """f32 (scalar or vector) -> i32 with x86's cvttps2dq: toward zero, INT_MIN when NaN or
+        out of range. Vectors go in chunks of 8 (or 4) lanes, padded where needed."""
+        b = st.b
+        v4 = ir.VectorType(F32T, 4)
+        if not isinstance(v.type, ir.VectorType):
+            x = b.insert_element(ir.Constant(v4, ir.Undefined), v, ir.Constant(I32T, 0))
+            return b.call(self.decl("llvm.x86.sse.cvttss2si", I32T, [v4]), [x])
+        n = v.type.count
+        w = 8 if n % 8 == 0 else 4
+        padded = -(-n // w) * w
+        if padded != n:
+            v = self._pad(st, v, padded)
+        fn = (self.decl("llvm.x86.avx.cvtt.ps2dq.256", ir.VectorType(I32T, 8), [ir.VectorType(F32T, 8)]) if w == 8
+              else self.decl("llvm.x86.sse2.cvttps2dq", ir.VectorType(I32T, 4), [v4]))
+        parts = []
+        for k in range(0, padded, w):
+            chunk = v if padded == w else b.shuffle_vector(
+                v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
+            parts.append(b.call(fn, [chunk]))
+        r = self.concat(st, parts) if len(parts) > 1 else parts[0]
+        if padded != n:
+            r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
+        return r
 
     def saturate(self, st: _Fn, t: Type, v, src: Type):
         """Clamp into t's range (hdsl/interp/scalar.py: _saturate); returns (value, its type)."""

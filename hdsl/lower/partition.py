@@ -89,10 +89,17 @@ def _conditions(n: Expr, in_if: bool):
     return []
 
 
+def _has_variable_loop(s: Stmt) -> bool:
+    if isinstance(s, For) and not isinstance(s.extent, Const):
+        return True
+    return any(_has_variable_loop(k) for k in _kids(s))
+
+
 class _Partitioner:
-    def stmt(self, s: Stmt) -> Stmt:
+    def stmt(self, s: Stmt, in_vector: bool = False) -> Stmt:
+        inner_vec = in_vector or (isinstance(s, For) and s.kind == "vectorized")
         kids = _kids(s)
-        new = [self.stmt(k) for k in kids]
+        new = [self.stmt(k, inner_vec) for k in kids]
         if any(a is not b for a, b in zip(new, kids)):
             s = with_children(s, new)
         if isinstance(s, For) and s.kind == "serial" and isinstance(s.extent, Const) and s.extent.value == 1:
@@ -101,17 +108,24 @@ class _Partitioner:
             return LetStmt(s.var, s.min, s.body)
         if isinstance(s, For) and s.kind in ("serial", "parallel") and _has_vector_loop(s.body):
             return self.partition(s)
+        if (isinstance(s, For) and s.kind == "serial" and not in_vector and not isinstance(s.extent, Const)
+                and not _has_variable_loop(s.body)):
+            # scalar code (a histogram's scatter, a scan): the innermost loop of run-time
+            # extent partitions on the clamps that vary inside it; loops of constant extent
+            # below it (an rdom over a kernel) are too short to be worth three copies
+            return self.partition(s, scalar=True)
         return s
 
     # ------------------------------------------------------------ analysis
-    def _hot(self, loop: For) -> dict[int, Expr]:
-        """Clamp and guard nodes inside vector loops whose value varies across the lanes."""
+    def _hot(self, loop: For, scalar: bool = False) -> dict[int, Expr]:
+        """Clamp and guard nodes inside vector loops whose value varies across the lanes
+        (scalar: anywhere in the loop, varying with its var or an inner loop's)."""
         hot: dict[int, Expr] = {}
         # the loop right around vector code (no other loop between): its own clamps count too
-        own = _directly_around_vectors(loop.body)
+        own = not scalar and _directly_around_vectors(loop.body)
 
         def visit(s: Stmt, lane: set, in_vec: bool):
-            if isinstance(s, For) and s.kind == "vectorized":
+            if isinstance(s, For) and (s.kind == "vectorized" or scalar):
                 lane = lane | {s.var}
                 in_vec = True
             if in_vec:
@@ -130,11 +144,11 @@ class _Partitioner:
                 lane = lane | {s.name}
             for k in _kids(s):
                 visit(k, lane, in_vec)
-        visit(loop.body, set(), False)
+        visit(loop.body, {loop.var} if scalar else set(), scalar)
         return hot
 
-    def partition(self, loop: For) -> Stmt:
-        hot = self._hot(loop)
+    def partition(self, loop: For, scalar: bool = False) -> Stmt:
+        hot = self._hot(loop, scalar)
         if not hot:
             return loop
         v = loop.var

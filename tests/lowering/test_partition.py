@@ -465,3 +465,48 @@ schedule s { out.vectorize(x, 8).parallel(y) }
     img = np.random.RandomState(1).rand(5, 19).astype(np.float32)
     assert np.array_equal(c(img=img), p(img=img))
     assert np.allclose(c(img=img), img / 15.0)
+
+
+HIST = """
+pipeline h
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    var x, y, z
+    c = repeat_edge(img)
+    rdom r = [0..4, 0..4]
+    let zi = clamp(i32(c(x * 4 + r.x - 2, y * 4 + r.y - 2) * 8.0f), 0, 8)
+    hist(x, y, z) = 0.0f
+    hist(x, y, zi) += 1.0f
+    out(x, y) = hist(x, y, 0) + hist(x, y, 3) * 2.0f + hist(x, y, 8) * 3.0f
+}
+schedule s {
+    hist.compute_at(out, y)
+}
+"""
+
+
+def _scalar_minmax(loop) -> int:
+    return sum(1 for s in _all(loop) for e in _exprs(s) for n in walk(e)
+               if isinstance(n, BinOp) and n.op in ("min", "max"))
+
+
+def test_scalar_loops_partition_on_boundary_clamps():
+    """A scatter (no vector code) partitions too: the innermost loop of run-time extent,
+    hist's x, gets a steady state where repeat_edge's clamp of x * 4 + r.x - 2 is gone
+    (the rdom loops of constant extent inside it are not partitioned themselves)."""
+    p = hdsl.loads(HIST, "h.hl")
+    stmt = lower(p.ir, "s", shift_outputs=True).stmt
+    parts = _loops(stmt, "hist.s1.x")
+    assert len(parts) == 3
+    assert not _loops(stmt, "hist.s1.r.x")[0].var.endswith("steady")
+    assert len(_loops(stmt, "hist.s1.r.x")) == 3            # one per copy of x's loop, no more
+    pro, steady, epi = (_scalar_minmax(l) for l in parts)
+    # x's min and max, in the store's index and the load's: 4 gone; y's clamp and zi's
+    # (2 each, twice) stay: y does not vary in the loop, zi is data-dependent
+    assert steady == pro - 4 == epi - 4 == 8
+    c = p.compile("host", schedule="s", use_cache=False)
+    for w, h in [(1, 1), (2, 3), (5, 4), (9, 7), (16, 5), (33, 2)]:
+        img = np.random.RandomState(w * h).rand(h, w).astype(np.float32)
+        assert np.array_equal(c(img=img), p(img=img)), (w, h)
