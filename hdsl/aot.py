@@ -59,6 +59,19 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     impl = f"{name}__impl"
     module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_")
     llvm_ir = str(module)
+    # outputs with split pure dims: a second function with the last tiles shifted inwards
+    # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
+    from hdsl.diagnostics import InternalError
+    from hdsl.lower.loops import shift_requirements
+    reqs = shift_requirements(p, schedule)
+    shifted = None
+    if reqs:
+        low_s = lower(p, schedule, base_target, shift_outputs=True)
+        extra = set(low_s.shifted) - set(reqs)
+        if extra:
+            raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
+        shifted = (f"{name}__impl_shifted", reqs)
+        llvm_ir_shifted = str(generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_"))
     written: dict[str, Path] = {}
 
     if "stmt" in emit:
@@ -69,7 +82,7 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         written["html"].write_text(stmt_html(p, stmt_str(low.stages["schedule_functions"]), name))
     if "ll" in emit:
         written["ll"] = out / f"{name}.ll"
-        written["ll"].write_text(llvm_ir)
+        written["ll"].write_text(llvm_ir if not shifted else llvm_ir + "\n" + llvm_ir_shifted)
     if "h" in emit or "o" in emit or "so" in emit:
         (out / f"{name}.h").write_text(header(p, name))
         if "h" in emit:
@@ -80,6 +93,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     from llvmlite import binding as llvm
     tm = target_machine(base_target)
     mod = llvm.parse_assembly(llvm_ir)
+    if shifted:
+        mod.link_in(llvm.parse_assembly(llvm_ir_shifted))
     mod.verify()
     optimize(mod, tm)
     if "s" in emit:
@@ -91,7 +106,7 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     with tempfile.TemporaryDirectory(prefix="hdsl-aot-") as tmp:
         tmp = Path(tmp)
         (tmp / "code.o").write_bytes(tm.emit_object(mod))
-        (tmp / "wrapper.c").write_text(wrapper(p, name, impl))
+        (tmp / "wrapper.c").write_text(wrapper(p, name, impl, shifted))
         runtime = Path(__file__).resolve().parent / "runtime" / "thread_pool.c"
         renames = [f"-Dhdsl_{f}={name}__{f}" for f in RUNTIME_FUNCTIONS]
         _run([cc, "-O2", "-fPIC", "-c", "-I", str(out), "-o", str(tmp / "wrapper.o"), str(tmp / "wrapper.c")],
@@ -101,7 +116,9 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         obj = tmp / f"{name}.o"
         _run(["ld", "-r", "-o", str(obj), str(tmp / "code.o"), str(tmp / "wrapper.o"), str(tmp / "pool.o")],
              "link the object")
-        _run(["objcopy", f"--localize-symbol={impl}", *[f"--localize-symbol={name}__{f}" for f in RUNTIME_FUNCTIONS],
+        hidden = [impl] + ([shifted[0]] if shifted else [])
+        _run(["objcopy", *[f"--localize-symbol={h}" for h in hidden],
+              *[f"--localize-symbol={name}__{f}" for f in RUNTIME_FUNCTIONS],
               str(obj)], "hide internal symbols")
         if "o" in emit:
             written["o"] = out / f"{name}.o"

@@ -96,8 +96,10 @@ def header(p: Pipeline, name: str) -> str:
         "#ifdef __cplusplus", "}", "#endif", f"#endif  /* {guard} */", ""])
 
 
-def wrapper(p: Pipeline, name: str, impl: str) -> str:
-    """C source of the public entry point around the generated `impl(void **args, int64_t *info)`."""
+def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None = None) -> str:
+    """C source of the public entry point around the generated `impl(void **args, int64_t *info)`.
+    shifted: (the function compiled with the outputs' last tiles shifted inwards, its size
+    requirements [(output, dim, factor)]): called instead of impl when every output is wide enough."""
     n_args = len(p.inputs) + len(p.params) + len(p.outputs)
     lines = [
         "#include <stdio.h>",
@@ -153,7 +155,16 @@ def wrapper(p: Pipeline, name: str, impl: str) -> str:
     for f in p.outputs:
         lines.append(f"    args[{k}] = {f.name};")
         k += 1
-    lines.append(f"    int r = {impl}(args, info);")
+    if shifted:
+        fn, reqs = shifted
+        lines.insert(lines.index(f"int {impl}(void **args, int64_t *info);") + 1,
+                     f"int {fn}(void **args, int64_t *info);")
+        cond = " && ".join(f"{p.outputs[k].name}->extent[{d}] >= {n}" for k, d, n in sorted(set(reqs)))
+        # (every tile whole: the form Halide's ShiftInwards gives; narrower outputs take
+        # the form whose last tiles are guarded)
+        lines.append(f"    int r = ({cond}) ? {fn}(args, info) : {impl}(args, info);")
+    else:
+        lines.append(f"    int r = {impl}(args, info);")
     lines.append("    if (r == HDSL_ERROR_INPUT_BOUNDS) {")
     lines.append(f"        static const char *names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in names) or '0'}}};")
     lines.append(f"        struct hdsl_buffer *bufs[] = {{{', '.join(names) or '0'}}};")

@@ -136,3 +136,25 @@ def test_emit_kinds(tmp_path):
     assert "for out.s0" in files["stmt"].read_text()
     page = files["html"].read_text()
     assert '<a href="#L' in page and 'id="L11"' in page
+
+
+def test_split_outputs_get_a_shifted_form_chosen_by_size(built, tmp_path):
+    """Like the JIT, an object holds two forms of a pipeline whose outputs are split: last
+    tiles shifted inwards (every tile whole) and, for outputs narrower than a tile, last
+    tiles guarded. The entry point picks by the outputs' extents; both are local symbols
+    and both give the evaluator's values on either side of the tile size (256 x 32)."""
+    p = built["blur"]
+    nm = subprocess.run(["nm", str(built["files"]["o"])], capture_output=True, text=True).stdout
+    local = {line.split()[-1] for line in nm.splitlines() if line.split()[-2] == "t"}
+    assert {"blur__impl", "blur__impl_shifted"} <= local
+    wrapper_c = __import__("hdsl.codegen.c_header", fromlist=["wrapper"]).wrapper(
+        p.ir, "blur", "blur__impl", ("blur__impl_shifted", [(0, 0, 256), (0, 1, 32)]))
+    assert "(out->extent[0] >= 256 && out->extent[1] >= 32) ? blur__impl_shifted(args, info)" in wrapper_c
+    lib = ctypes.CDLL(str(built["files"]["so"]))
+    lib.blur.argtypes = [ctypes.POINTER(BufferStruct), ctypes.POINTER(BufferStruct)]
+    rs = np.random.RandomState(3)
+    for w, h in [(255, 40), (256, 32), (257, 31), (300, 33), (529, 70)]:
+        img = rs.randint(0, 60000, (h, w)).astype(np.uint16)
+        out = np.zeros_like(img)
+        assert lib.blur(ctypes.byref(make_buffer(img.T)), ctypes.byref(make_buffer(out.T))) == 0
+        assert np.array_equal(out, p(img=img)), (w, h)
