@@ -17,12 +17,13 @@ from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
+from hdsl.lower.hoist import hoist_invariants
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
                               _loop_names)
 from hdsl.lower.symbolic import box_of
 
-PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops")
+PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops", "hoist_invariants")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
@@ -227,7 +228,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
         timings[name] = time.perf_counter() - t0
         stages[name] = out
         if check:       # tests and --debug: the verifier between passes
-            verify(out, p, flat=(name in ("flatten", "partition_loops")))
+            verify(out, p, flat=(name in ("flatten", "partition_loops", "hoist_invariants")))
         return out
 
     info: dict = {}
@@ -244,6 +245,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
     stmt = run("flatten", flatten, stmt, orders)
     stmt = run("partition_loops", partition_loops, stmt)
+    stmt = run("hoist_invariants", hoist_invariants, stmt)
     low = Lowered(stmt, p, stages, timings)
     low.shifted = info.get("shifted", set())
     return low

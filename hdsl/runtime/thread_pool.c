@@ -51,6 +51,18 @@ static void run_iterations(struct job *j) {
     }
 }
 
+/* Between two parallel loops of a pipeline (a pyramid has dozens, some of a few
+ * microseconds) a thread that goes to sleep costs a futex wake-up and a context switch
+ * to bring back, so workers and the submitting thread first spin this many pauses
+ * (some tens of microseconds) on the shared state before sleeping. */
+#define SPIN 4000
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *worker(void *arg) {
     (void)arg;
     in_task = 1;
@@ -59,15 +71,20 @@ static void *worker(void *arg) {
     for (;;) {
         while (generation == seen || current == NULL) {
             if (generation != seen && current == NULL) seen = generation;
-            pthread_cond_wait(&wake, &lock);
+            pthread_mutex_unlock(&lock);
+            for (int k = 0; k < SPIN && __atomic_load_n(&generation, __ATOMIC_ACQUIRE) == seen; k++)
+                relax();
+            pthread_mutex_lock(&lock);
+            if (generation == seen)       /* (checked under the lock: no wake-up is missed) */
+                pthread_cond_wait(&wake, &lock);
         }
         seen = generation;
         struct job *j = current;
-        j->workers_in++;
+        __atomic_fetch_add(&j->workers_in, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&lock);
         run_iterations(j);
         pthread_mutex_lock(&lock);
-        j->workers_in--;
+        __atomic_fetch_sub(&j->workers_in, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&finished);
     }
     return NULL;
@@ -112,7 +129,7 @@ int32_t hdsl_parallel_for(hdsl_task task, void *closure, int32_t min, int32_t ex
     pthread_mutex_lock(&lock);
     if (!started) start_pool();
     current = &j;
-    generation++;
+    __atomic_store_n(&generation, generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
 
@@ -122,7 +139,12 @@ int32_t hdsl_parallel_for(hdsl_task task, void *closure, int32_t min, int32_t ex
 
     pthread_mutex_lock(&lock);
     current = NULL;                       /* no new worker joins; wait for those inside */
-    while (j.workers_in > 0 || __atomic_load_n(&j.done, __ATOMIC_ACQUIRE) < extent)
+    pthread_mutex_unlock(&lock);
+    for (int k = 0; k < SPIN && (__atomic_load_n(&j.workers_in, __ATOMIC_ACQUIRE) > 0 ||
+                                 __atomic_load_n(&j.done, __ATOMIC_ACQUIRE) < extent); k++)
+        relax();
+    pthread_mutex_lock(&lock);
+    while (__atomic_load_n(&j.workers_in, __ATOMIC_ACQUIRE) > 0 || __atomic_load_n(&j.done, __ATOMIC_ACQUIRE) < extent)
         pthread_cond_wait(&finished, &lock);
     pthread_mutex_unlock(&lock);
     pthread_mutex_unlock(&submit);
