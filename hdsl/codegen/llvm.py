@@ -207,10 +207,13 @@ class CodeGen:
 
     # ------------------------------------------------------------ statements
     def stmt(self, st: _Fn, s: Stmt):
-        if isinstance(s, (LetStmt, For, IfThenElse, Allocate, Assert)):
+        # (a let of a fresh name keeps what is cached: nothing cached can mention the name,
+        # and the values it holds dominate the let's body. A chain of bounds lets then
+        # shares its subexpressions: the local Laplacian's entry had ~3000 divisions)
+        if isinstance(s, (For, IfThenElse, Allocate)) or (isinstance(s, LetStmt) and s.name in st.syms):
             st.cache = {}
         self._stmt(st, s)
-        if isinstance(s, (LetStmt, For, IfThenElse, Allocate, Assert)):
+        if isinstance(s, (LetStmt, For, IfThenElse, Allocate)):
             st.cache = {}      # values made inside a branch or loop body do not dominate what follows
 
     def _stmt(self, st: _Fn, s: Stmt):
@@ -303,6 +306,7 @@ class CodeGen:
                 st.syms[s.name] = old
         elif isinstance(s, Assert):
             c = self.expr(st, s.cond)
+            saved, st.cache = st.cache, {}       # (values made on the failure path stay there)
             with b.if_then(b.not_(c), likely=False):
                 if st.err_info is not None:
                     for i, e in enumerate(s.info[:4]):
@@ -310,6 +314,7 @@ class CodeGen:
                         v = b.sext(v, I64T) if v.type != I64T else v
                         b.store(v, b.gep(st.err_info, [ir.Constant(I64T, i)], source_etype=I64T))
                 b.ret(ir.Constant(I32T, s.code))
+            st.cache = saved
         elif isinstance(s, Evaluate):
             self.expr(st, s.value)
         else:
