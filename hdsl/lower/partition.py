@@ -89,6 +89,40 @@ def _conditions(n: Expr, in_if: bool):
     return []
 
 
+def _is_edge_clamp(n: Expr) -> bool:
+    """min(e, B.min.d + B.extent.d - 1) or max(e, B.min.d): a boundary condition's clamp to
+    a buffer's edge."""
+    if not (isinstance(n, BinOp) and n.op in ("min", "max")):
+        return False
+    for b in (n.a, n.b):
+        names = _names(b)
+        if len(names) == 1 and next(iter(names)).split(".")[-2:-1] == ["min"]:
+            return True
+        if len(names) == 2 and {x.rsplit(".", 2)[-2] for x in names} == {"min", "extent"} and \
+                len({x.rsplit(".", 2)[0] + "." + x.rsplit(".", 1)[-1] for x in names}) == 1:
+            return True
+    return False
+
+
+def _stores_stay_vector(s: Stmt) -> bool:
+    """Every store inside a vector loop still has an index that varies across the lanes (a
+    tail's clamp pinned to its bound would leave a vector stored to one address)."""
+    ok = True
+
+    def visit(x: Stmt, lane: frozenset):
+        nonlocal ok
+        if isinstance(x, For) and x.kind == "vectorized":
+            lane = lane | {x.var}
+        if isinstance(x, Store) and lane and not (free_vars(x.index) & lane):
+            ok = False
+        if isinstance(x, LetStmt) and free_vars(x.value) & lane:
+            lane = lane | {x.name}
+        for k in _kids(x):
+            visit(k, lane)
+    visit(s, frozenset())
+    return ok
+
+
 def _has_variable_loop(s: Stmt) -> bool:
     if isinstance(s, For) and not isinstance(s.extent, Const):
         return True
@@ -121,6 +155,7 @@ class _Partitioner:
         """Clamp and guard nodes inside vector loops whose value varies across the lanes
         (scalar: anywhere in the loop, varying with its var or an inner loop's)."""
         hot: dict[int, Expr] = {}
+        self.lane_varying: set[int] = set()
         # the loop right around vector code (no other loop between): its own clamps count too
         own = not scalar and _directly_around_vectors(loop.body)
 
@@ -140,6 +175,8 @@ class _Partitioner:
                             # clamps of coordinates built on it become linear)
                             if _names(n) & lane or (own and n.op in ("min", "max") and loop.var in _names(n)):
                                 hot[id(n)] = n
+                                if _names(n) & lane:
+                                    self.lane_varying.add(id(n))
             if isinstance(s, LetStmt) and _names(s.value) & lane:
                 lane = lane | {s.name}
             for k in _kids(s):
@@ -177,37 +214,8 @@ class _Partitioner:
         # (and again while something new is replaced: a clamp of a let whose value is a
         # guard's min, `let x = min(base, max)` then `clamp(x, …)`, is linear only once the
         # let's min has gone)
-        lows, highs, repl = [], [], {}
-        pending = sorted((hot[i] for i in found), key=n_hot_below)
-        changed = True
-        while changed:
-            changed = False
-            for n in list(pending):
-                occurrences = found[id(n)]
-                cur = _replace(n, repl, {})
-                if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
-                    pending.remove(n)
-                    continue            # e.g. a comparison also used outside an if's condition
-                choice = None
-                for k in range(len(_conditions(cur, True))):
-                    bounds = []
-                    for in_if, chain in occurrences:
-                        _, d, r = _conditions(cur, in_if)[k]
-                        b = self._solve(d, v, chain, repl)
-                        if b is None:
-                            break
-                        bounds.append(b)
-                    else:
-                        choice = (k, bounds)
-                        break
-                if choice is None:
-                    continue
-                k, bounds = choice
-                repl[id(n)] = _conditions(cur, True)[k][2]
-                pending.remove(n)
-                changed = True
-                for kind, e in bounds:
-                    (highs if kind == "hi" else lows).append(e)
+        order = sorted((hot[i] for i in found), key=n_hot_below)
+        repl, lows, highs = self._choose(order, found, v)
         if not repl:
             return loop
         m, e = loop.min, loop.extent
@@ -232,9 +240,67 @@ class _Partitioner:
         if lows:
             parts.append(For(v, m, _b("-", lo_v, m), "serial", loop.body))
         parts.append(For(v, lo_v, _b("-", hi_v, lo_v), "serial", steady_body))
-        if highs:
+        sat = None
+        if highs and not scalar:
+            # past the steady state a clamp that is not an input's boundary condition (a
+            # pyramid level clamped to a coarser level's size) may pin every lane to its
+            # bound over a long stretch: there it is the bound itself, a broadcast, instead
+            # of lanes checked at run time. (Boundary conditions are pinned only over the
+            # few points of the halo, not worth a fourth copy of the loop.)
+            sat_order = [n for n in order if id(n) in self.lane_varying and not _is_edge_clamp(n)]
+            sat_repl, sat_lows, _ = self._choose(sat_order, found, v, only="lo")
+            if sat_lows and any(sat_repl[i] is not repl.get(i) for i in sat_repl) and \
+                    _stores_stay_vector(_replace_stmt(loop.body, sat_repl)):
+                sat_c = _Candidates(False)
+                for x in [hi_v] + sat_lows:
+                    sat_c.add(x)
+                sat = (f"{v}.saturated.min", _b("min", sat_c.value(), end), _replace_stmt(loop.body, sat_repl))
+        if highs and sat is None:
             parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
+        elif highs:
+            sat_name, sat_value, sat_body = sat
+            sat_v = Var(sat_name, I32)
+            parts.append(For(v, hi_v, _b("-", sat_v, hi_v), "serial", loop.body))
+            parts.append(For(v, sat_v, _b("-", end, sat_v), "serial", sat_body))
+            return LetStmt(lo_name, lo, LetStmt(hi_name, hi, LetStmt(sat_name, sat_value, Block(tuple(parts)))))
         return LetStmt(lo_name, lo, LetStmt(hi_name, hi, Block(tuple(parts))))
+
+    def _choose(self, order, found, v, only: str | None = None):
+        """Replacements for the hot nodes (in `order`, inner ones first) that hold over one
+        range of v, with the bounds of that range: (repl, lows, highs). only="lo": just
+        replacements that hold for all v from some point on (the end of the loop)."""
+        lows, highs, repl = [], [], {}
+        pending = list(order)
+        changed = True
+        while changed:
+            changed = False
+            for n in list(pending):
+                occurrences = found[id(n)]
+                cur = _replace(n, repl, {})
+                if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
+                    pending.remove(n)
+                    continue            # e.g. a comparison also used outside an if's condition
+                choice = None
+                for k in range(len(_conditions(cur, True))):
+                    bounds = []
+                    for in_if, chain in occurrences:
+                        _, d, r = _conditions(cur, in_if)[k]
+                        b = self._solve(d, v, chain, repl)
+                        if b is None or (only is not None and b[0] != only):
+                            break
+                        bounds.append(b)
+                    else:
+                        choice = (k, bounds)
+                        break
+                if choice is None:
+                    continue
+                k, bounds = choice
+                repl[id(n)] = _conditions(cur, True)[k][2]
+                pending.remove(n)
+                changed = True
+                for kind, e in bounds:
+                    (highs if kind == "hi" else lows).append(e)
+        return repl, lows, highs
 
     @staticmethod
     def _solve(d: Expr, v: str, chain, repl: dict) -> tuple[str, Expr] | None:

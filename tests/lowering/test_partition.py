@@ -7,8 +7,8 @@ import pytest
 
 import hdsl
 from hdsl.codegen.llvm import generate
-from hdsl.ir.expr import BinOp, walk
-from hdsl.ir.stmt import For, IfThenElse
+from hdsl.ir.expr import BinOp, Var, free_vars, walk
+from hdsl.ir.stmt import For, IfThenElse, LetStmt
 from hdsl.lower.lower import lower
 from hdsl.lower.partition import _exprs, _kids
 
@@ -510,3 +510,61 @@ def test_scalar_loops_partition_on_boundary_clamps():
     for w, h in [(1, 1), (2, 3), (5, 4), (9, 7), (16, 5), (33, 2)]:
         img = np.random.RandomState(w * h).rand(h, w).astype(np.float32)
         assert np.array_equal(c(img=img), p(img=img)), (w, h)
+
+
+def test_a_clamp_that_pins_every_lane_gets_a_saturated_epilogue():
+    """interpolate's `ds[3](clamp(x, 0, img.width / 16), …)` read at 2x - 1 .. 2x + 1 (by a
+    stage that is not an output, as there; an output's shifted last tile is not split): past
+    the steady state, most vectors have every lane clamped to the bound. That stretch is a
+    fourth copy of the loop where the clamp is the bound itself (one broadcast load, not
+    lanes checked at run time). An input's boundary condition (clamp to its own edge) does
+    not get one: its pinned stretch is only the halo."""
+    text = """
+pipeline s
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    var x, y
+    f(x, y) = img(x, y) * 2.0f
+    mid(x, y) = f(clamp(x, 0, img.width / 4), y)
+    g(x, y) = mid(x * 2 - 1, y) + mid(x * 2, y) + mid(x * 2 + 1, y)
+    out(x, y) = g(x, y)
+}
+schedule s {
+    f.compute_root()
+    g.compute_root().vectorize(x, 8)
+}
+"""
+    p = hdsl.loads(text, "s.hl")
+    stmt = lower(p.ir, "s", shift_outputs=True).stmt
+    parts = _loops(stmt, "g.s0.x$1")
+    assert len(parts) == 4                    # prologue, steady state, mixed epilogue, saturated
+    sat = parts[3]
+    assert isinstance(sat.min, Var) and sat.min.name.endswith(".saturated.min")
+    # in the saturated copy x's clamps are gone from the lanes: what is left is scalar
+    def lane_minmax(loop):
+        n = 0
+        def visit(s, lane):
+            nonlocal n
+            if isinstance(s, For) and s.kind == "vectorized":
+                lane = lane | {s.var}
+            for e in _exprs(s):
+                for m in walk(e):
+                    if isinstance(m, BinOp) and m.op in ("min", "max") and free_vars(m) & lane:
+                        n += 1
+            if isinstance(s, LetStmt) and free_vars(s.value) & lane:
+                lane = lane | {s.name}
+            for k in _kids(s):
+                visit(k, lane)
+        visit(loop, frozenset())
+        return n
+    assert lane_minmax(parts[2]) > 0 and lane_minmax(sat) == 0
+    # repeat_edge alone gives no saturated copy
+    blur = lower(hdsl.loads(BLUR, "blur.hl").ir, "plain", shift_outputs=True).stmt
+    assert not [l for l in _all(blur) if isinstance(l, For) and isinstance(l.min, Var)
+                and l.min.name.endswith(".saturated.min")]
+    c = p.compile("host", schedule="s", use_cache=False)
+    for w in (1, 5, 8, 9, 16, 33, 64, 100):
+        img = np.random.RandomState(w).rand(3, w).astype(np.float32)
+        assert np.array_equal(c(img=img), p(img=img)), w
