@@ -43,6 +43,12 @@ class _Variant:
             if extra:       # the shifted form would run on outputs too narrow for it
                 raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
         t1 = time.perf_counter()
+        # the loop nest, the llvmlite module and the interned expressions are large object
+        # graphs (the local Laplacian's: millions of objects) that every later garbage
+        # collection would walk: dropped now (the properties rebuild them on demand)
+        from hdsl.ir.expr import clear_interned
+        self._lowered = self._module = None
+        clear_interned()
         self.fn = CompiledFunction(ir, name, target, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
