@@ -862,6 +862,13 @@ class CodeGen:
             # a positive constant divisor (any nonzero one, unsigned): no zero or -1 cases
             if not t.is_int():
                 return b.udiv(a, b_) if op == "/" else b.urem(a, b_)
+            if k & (k - 1) == 0:
+                # a power of two: floor division is an arithmetic shift and the non-negative
+                # remainder a mask (one instruction each, where sdiv/srem/fix-up were five,
+                # thousands of times over in a pyramid's bounds)
+                if op == "/":
+                    return b.ashr(a, K(a, k.bit_length() - 1))
+                return b.and_(a, K(a, k - 1))
             q = b.sdiv(a, b_)
             r = b.srem(a, b_)
             neg = b.icmp_signed("<", r, zero)
