@@ -61,16 +61,11 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     llvm_ir = str(module)
     # outputs with split pure dims: a second function with the last tiles shifted inwards
     # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
-    from hdsl.diagnostics import InternalError
-    from hdsl.lower.loops import shift_requirements
-    reqs = shift_requirements(p, schedule)
+    from hdsl.lower.loops import check_shifted, shift_requirements
     shifted = None
-    if reqs:
+    if shift_requirements(p, schedule):
         low_s = lower(p, schedule, base_target, shift_outputs=True)
-        extra = set(low_s.shifted) - set(reqs)
-        if extra:
-            raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
-        shifted = (f"{name}__impl_shifted", reqs)
+        shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule))
         llvm_ir_shifted = str(generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_"))
     written: dict[str, Path] = {}
 

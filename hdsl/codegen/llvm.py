@@ -949,9 +949,9 @@ class CodeGen:
             ok = b.icmp_unsigned("<", b.sub(r, K(r, lo)), K(r, 1 << t.bits))
             return b.trunc(b.select(ok, r, K(r, lo)), lt)
         if src.is_float():
-            # truncated toward zero; out of t's range (or NaN) gives t's minimum. In the
-            # source's own float type (t's bounds are powers of two, exact in f32) and
-            # through i32 where t fits: one vector convert, not a per-lane f64 -> i64
+            # (f64 sources, and u32 / 64-bit results) truncated toward zero; out of t's range
+            # (or NaN) gives t's minimum. Compared in the source's own float type (t's bounds
+            # are powers of two, exact there), converted through i32 where t fits in it
             tv = b.call(self.intrinsic("trunc", v.type), [v])
             lo = float(t.min_value())
             hi = 2.0 ** (t.bits if t.is_uint() else t.bits - 1)

@@ -181,6 +181,34 @@ def with_children(s: Stmt, kids: list[Stmt]) -> Stmt:
     return s
 
 
+def map_exprs(s: Stmt, fn) -> Stmt:
+    """s with fn applied to every expression in it (fn sees each expression of each statement;
+    share a memo inside fn for DAGs). An `if` whose condition becomes a constant is folded."""
+    if isinstance(s, For):
+        return For(s.var, fn(s.min), fn(s.extent), s.kind, map_exprs(s.body, fn))
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, fn(s.value), map_exprs(s.body, fn))
+    if isinstance(s, Block):
+        return Block(tuple(map_exprs(x, fn) for x in s.stmts))
+    if isinstance(s, IfThenElse):
+        from hdsl.ir.expr import Const
+        cond = fn(s.cond)
+        then = map_exprs(s.then, fn)
+        other = map_exprs(s.otherwise, fn) if s.otherwise is not None else None
+        if isinstance(cond, Const):
+            return then if cond.value else (other if other is not None else Block(()))
+        return IfThenElse(cond, then, other)
+    if isinstance(s, Store):
+        return Store(s.buffer, fn(s.index), fn(s.value))
+    if isinstance(s, Allocate):
+        return Allocate(s.name, s.type, fn(s.size), map_exprs(s.body, fn))
+    if isinstance(s, Assert):
+        return Assert(fn(s.cond), s.code, tuple(fn(i) for i in s.info))
+    if isinstance(s, Evaluate):
+        return Evaluate(fn(s.value))
+    return s
+
+
 def block(*stmts) -> Stmt:
     flat = []
     for s in stmts:

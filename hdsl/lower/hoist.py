@@ -23,8 +23,8 @@ covers them.
 from __future__ import annotations
 
 from hdsl.ir.expr import Const, Expr, Var, free_vars, intern, rebuild, walk
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store,
-                          children, with_children)
+from hdsl.ir.stmt import (Allocate, Block, Evaluate, For, LetStmt, Load, Stmt, Store, children, map_exprs,
+                          with_children)
 
 
 def hoist_invariants(stmt: Stmt) -> Stmt:
@@ -159,33 +159,11 @@ class _Hoister:
             memo2[id(e)] = r
             return r
 
-        body = _rewrite(loop.body, rewrite_expr)
+        body = map_exprs(loop.body, rewrite_expr)
         out: Stmt = For(loop.var, loop.min, loop.extent, loop.kind, body)
         for name, e in reversed(lets):
             out = LetStmt(name, e, out)
         return out
-
-
-def _rewrite(s: Stmt, fn) -> Stmt:
-    """s with fn applied to every expression in it."""
-    if isinstance(s, For):
-        return For(s.var, fn(s.min), fn(s.extent), s.kind, _rewrite(s.body, fn))
-    if isinstance(s, LetStmt):
-        return LetStmt(s.name, fn(s.value), _rewrite(s.body, fn))
-    if isinstance(s, Block):
-        return Block(tuple(_rewrite(x, fn) for x in s.stmts))
-    if isinstance(s, IfThenElse):
-        return IfThenElse(fn(s.cond), _rewrite(s.then, fn),
-                          _rewrite(s.otherwise, fn) if s.otherwise is not None else None)
-    if isinstance(s, Store):
-        return Store(s.buffer, fn(s.index), fn(s.value))
-    if isinstance(s, Allocate):
-        return Allocate(s.name, s.type, fn(s.size), _rewrite(s.body, fn))
-    if isinstance(s, Assert):
-        return Assert(fn(s.cond), s.code, tuple(fn(i) for i in s.info))
-    if isinstance(s, Evaluate):
-        return Evaluate(fn(s.value))
-    return s
 
 
 __all__ = ["hoist_invariants"]

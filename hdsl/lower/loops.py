@@ -637,6 +637,17 @@ def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:
     return visit(stmt, {}) if deferred else stmt
 
 
+def check_shifted(shifted, p, schedule: str | None) -> list[tuple[int, int, int]]:
+    """The requirements of the shifted form (shift_requirements), after checking that lowering
+    shifted no split they leave out (that form would then run on outputs too narrow for it)."""
+    from hdsl.diagnostics import InternalError
+    reqs = shift_requirements(p, schedule)
+    extra = set(shifted) - set(reqs)
+    if extra:
+        raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
+    return reqs
+
+
 def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
     """(output, dim, factor) for each split that the shifted variant of a schedule shifts
     inwards (the rule of `shifts`, read from the directives alone, without lowering): that

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, intern, subst_vars, walk
 from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Stmt, Store,
-                          children, own_exprs, with_children)
+from hdsl.ir.stmt import (Block, For, IfThenElse, LetStmt, Stmt, Store, children, map_exprs, own_exprs,
+                          with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
@@ -151,11 +151,12 @@ class _Partitioner:
         return s
 
     # ------------------------------------------------------------ analysis
-    def _hot(self, loop: For, scalar: bool = False) -> dict[int, Expr]:
+    def _hot(self, loop: For, scalar: bool = False) -> tuple[dict[int, Expr], set[int]]:
         """Clamp and guard nodes inside vector loops whose value varies across the lanes
-        (scalar: anywhere in the loop, varying with its var or an inner loop's)."""
+        (scalar: anywhere in the loop, varying with its var or an inner loop's), and the ids
+        of those that do vary across lanes (not only with the loop's own var)."""
         hot: dict[int, Expr] = {}
-        self.lane_varying: set[int] = set()
+        lane_varying: set[int] = set()
         # the loop right around vector code (no other loop between): its own clamps count too
         own = not scalar and _directly_around_vectors(loop.body)
 
@@ -176,16 +177,16 @@ class _Partitioner:
                             if _names(n) & lane or (own and n.op in ("min", "max") and loop.var in _names(n)):
                                 hot[id(n)] = n
                                 if _names(n) & lane:
-                                    self.lane_varying.add(id(n))
+                                    lane_varying.add(id(n))
             if isinstance(s, LetStmt) and _names(s.value) & lane:
                 lane = lane | {s.name}
             for k in _kids(s):
                 visit(k, lane, in_vec)
         visit(loop.body, {loop.var} if scalar else set(), scalar)
-        return hot
+        return hot, lane_varying
 
     def partition(self, loop: For, scalar: bool = False) -> Stmt:
-        hot = self._hot(loop, scalar)
+        hot, lane_varying = self._hot(loop, scalar)
         if not hot:
             return loop
         v = loop.var
@@ -247,7 +248,7 @@ class _Partitioner:
             # bound over a long stretch: there it is the bound itself, a broadcast, instead
             # of lanes checked at run time. (Boundary conditions are pinned only over the
             # few points of the halo, not worth a fourth copy of the loop.)
-            sat_order = [n for n in order if id(n) in self.lane_varying and not _is_edge_clamp(n)]
+            sat_order = [n for n in order if id(n) in lane_varying and not _is_edge_clamp(n)]
             sat_repl, sat_lows, _ = self._choose(sat_order, found, v, only="lo")
             if sat_lows and any(sat_repl[i] is not repl.get(i) for i in sat_repl) and \
                     _stores_stay_vector(_replace_stmt(loop.body, sat_repl)):
@@ -393,31 +394,7 @@ def _fold(e: Expr) -> Expr:
 
 def _replace_stmt(s: Stmt, repl: dict, memo: dict | None = None) -> Stmt:
     memo = {} if memo is None else memo
-
-    def ex(e):
-        return _replace(e, repl, memo)
-    if isinstance(s, For):
-        return For(s.var, ex(s.min), ex(s.extent), s.kind, _replace_stmt(s.body, repl, memo))
-    if isinstance(s, LetStmt):
-        return LetStmt(s.name, ex(s.value), _replace_stmt(s.body, repl, memo))
-    if isinstance(s, Block):
-        return Block(tuple(_replace_stmt(x, repl, memo) for x in s.stmts))
-    if isinstance(s, IfThenElse):
-        cond = ex(s.cond)
-        then = _replace_stmt(s.then, repl, memo)
-        other = _replace_stmt(s.otherwise, repl, memo) if s.otherwise is not None else None
-        if isinstance(cond, Const):
-            return then if cond.value else (other if other is not None else Block(()))
-        return IfThenElse(cond, then, other)
-    if isinstance(s, Store):
-        return Store(s.buffer, ex(s.index), ex(s.value))
-    if isinstance(s, Allocate):
-        return Allocate(s.name, s.type, ex(s.size), _replace_stmt(s.body, repl, memo))
-    if isinstance(s, Assert):
-        return Assert(ex(s.cond), s.code, tuple(ex(i) for i in s.info))
-    if isinstance(s, Evaluate):
-        return Evaluate(ex(s.value))
-    return s
+    return map_exprs(s, lambda e: _replace(e, repl, memo))
 
 
 __all__ = ["partition_loops"]

@@ -37,11 +37,8 @@ class _Variant:
             return
         ir = self.llvm_ir                 # lowering and code generation
         if shift:
-            from hdsl.diagnostics import InternalError
-            from hdsl.lower.loops import shift_requirements
-            extra = set(self.lowered.shifted) - set(shift_requirements(p, schedule))
-            if extra:       # the shifted form would run on outputs too narrow for it
-                raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
+            from hdsl.lower.loops import check_shifted
+            check_shifted(self.lowered.shifted, p, schedule)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
