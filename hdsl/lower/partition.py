@@ -111,8 +111,8 @@ def _stores_stay_vector(s: Stmt) -> bool:
 
     def visit(x: Stmt, lane: frozenset):
         nonlocal ok
-        if isinstance(x, For) and x.kind == "vectorized":
-            lane = lane | {x.var}
+        if isinstance(x, For) and x.kind == "vectorized" and not (isinstance(x.extent, Const) and x.extent.value < 2):
+            lane = frozenset({x.var})       # the lanes are the innermost real vector loop's
         if isinstance(x, Store) and lane and not (free_vars(x.index) & lane):
             ok = False
         if isinstance(x, LetStmt) and free_vars(x.value) & lane:

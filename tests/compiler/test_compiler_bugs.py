@@ -602,3 +602,20 @@ schedule { out.parallel(y, 2) }
     for h in (1, 2, 3, 5):
         img = np.arange(4 * h, dtype=np.uint8).reshape(h, 4)
         assert np.array_equal(c(img=img), p(img=img)), h
+
+
+@pytest.mark.parametrize("w,h", [(1, 1), (2, 1), (3, 2), (7, 5)])
+def test_saturated_copy_keeps_stores_vector_under_a_one_lane_vector_loop(w, h):
+    """(fuzzer) A vectorize(t3) of extent 1 around the real vector loop made a pinned tail
+    clamp look lane-varying: the saturated copy of the loop stored a vector at one scalar
+    address and codegen failed ('IntType' has no attribute 'count'). The lanes are now
+    the innermost vector loop's of at least 2 lanes."""
+    from test_compiler_fuzz import run_schedule
+    block = """schedule fuzz {
+    exact.tile(x, y, t1, t2, 2, 1)
+    exact.vectorize(t1, 2)
+    exact.tile(t2, t1, t3, t4, 1, 1)
+    exact.vectorize(t3)
+    t.compute_root()
+}"""
+    run_schedule("math_f32", block, w, h, 0)
