@@ -4,6 +4,7 @@ asserted: the machine is shared and noisy."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,17 @@ def test_hdsl_bench_command():
     assert lines[0].endswith("256x128, target host, 3 runs")
     assert lines[1].startswith("compile: cold ") and "from the cache" in lines[1]
     assert lines[2].startswith("run: median ") and "per megapixel" in lines[2]
+
+
+def test_stage_profile_runs_both_libraries_on_the_same_input():
+    # benchmarks/stage_profile.py: hdsl's and Halide's blur, each compiled ahead of time into a
+    # shared library and called through ctypes, give the same image (bit for bit), and the
+    # printed ratio is that of the printed medians
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "stage_profile.py"), "blur", "--runs", "3"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"hdsl ([0-9.]+) ms, Halide ([0-9.]+) ms .* hdsl/Halide ([0-9.]+), max difference (\S+)", r.stdout)
+    assert m, r.stdout
+    hd, hl, ratio, diff = (float(g) for g in m.groups())
+    assert diff == 0.0
+    assert abs(ratio - hd / hl) < 2e-3 * max(1.0, ratio)
