@@ -55,18 +55,20 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     name = name or c_name(p)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    low = lower(p, schedule, base_target)
-    impl = f"{name}__impl"
-    module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_")
-    llvm_ir = str(module)
-    # outputs with split pure dims: a second function with the last tiles shifted inwards
-    # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
+    from hdsl.ir.expr import no_collection
     from hdsl.lower.loops import check_shifted, shift_requirements
-    shifted = None
-    if shift_requirements(p, schedule):
-        low_s = lower(p, schedule, base_target, shift_outputs=True)
-        shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule))
-        llvm_ir_shifted = str(generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_"))
+    with no_collection():
+        low = lower(p, schedule, base_target)
+        impl = f"{name}__impl"
+        module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_")
+        llvm_ir = str(module)
+        # outputs with split pure dims: a second function with the last tiles shifted inwards
+        # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
+        shifted = None
+        if shift_requirements(p, schedule):
+            low_s = lower(p, schedule, base_target, shift_outputs=True)
+            shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule))
+            llvm_ir_shifted = str(generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_"))
     written: dict[str, Path] = {}
 
     if "stmt" in emit:

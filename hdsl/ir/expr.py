@@ -17,6 +17,9 @@ Semantics, one line each (Halide's):
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -271,6 +274,22 @@ def intern(e: Expr) -> Expr:
 
 def intern_tree(e: Expr, memo: dict | None = None) -> Expr:
     return substitute(e, lambda n: None, memo)
+
+
+@contextlib.contextmanager
+def no_collection():
+    """Python's cyclic garbage collector paused (then restored) for a compilation: lowering
+    and code generation allocate millions of small, long-lived nodes, and each automatic
+    collection walks them all, for nothing (the local Laplacian's lowering and code
+    generation: ~1.0 s with collections, ~0.85 s without). What becomes garbage meanwhile
+    is collected after, as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def clear_interned() -> None:

@@ -35,7 +35,9 @@ class _Variant:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
-        ir = self.llvm_ir                 # lowering and code generation
+        from hdsl.ir.expr import no_collection
+        with no_collection():
+            ir = self.llvm_ir             # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted
             check_shifted(self.lowered.shifted, p, schedule)

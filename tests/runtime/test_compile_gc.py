@@ -1,0 +1,56 @@
+"""Compilation pauses Python's cyclic garbage collector (hdsl.ir.expr.no_collection): each
+automatic collection would walk the millions of IR nodes lowering makes. The collector
+must be back as it was afterwards, whatever happens inside."""
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import hdsl
+import hdsl.lower.lower as lower_mod
+from hdsl.ir.expr import no_collection
+
+SRC = """
+pipeline p
+input  a: f32[2]
+output out: f32[2]
+algorithm { out(x, y) = a(x, y) * 2.0f }
+"""
+
+
+def test_no_collection_restores_the_previous_state():
+    assert gc.isenabled()
+    with no_collection():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_collection():
+            assert not gc.isenabled()
+        assert not gc.isenabled()          # (not turned on by us)
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError):
+        with no_collection():
+            raise ValueError("inside")
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_lowering_runs_without_collections(tmp_path, monkeypatch, aot):
+    seen = []
+    real = lower_mod.lower
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(lower_mod, "lower", spy)
+    p = hdsl.loads(SRC)
+    if aot:
+        from hdsl.aot import compile_to_files
+        compile_to_files(p.ir, tmp_path / "out", emit=["h"])
+    else:
+        p.compile("host", use_cache=False)
+    assert seen and not any(seen)
+    assert gc.isenabled()
