@@ -184,7 +184,9 @@ class Pipeline:
 
 
 def loads(text: str, filename: str = "<string>") -> Pipeline:
-    ir = check_source(text, filename)
+    from hdsl.ir.expr import no_collection
+    with no_collection():               # (parse trees and IR: many small long-lived objects)
+        ir = check_source(text, filename)
     if ir is None:
         raise HdslError(f"{filename} is a library (no 'pipeline'); it can be used, not run", None)
     return Pipeline(ir)

@@ -1,4 +1,4 @@
-"""Compilation pauses Python's cyclic garbage collector (hdsl.ir.expr.no_collection): each
+"""Parsing and compilation pause Python's cyclic garbage collector (hdsl.ir.expr.no_collection): each
 automatic collection would walk the millions of IR nodes lowering makes. The collector
 must be back as it was afterwards, whatever happens inside."""
 from __future__ import annotations
@@ -54,3 +54,16 @@ def test_lowering_runs_without_collections(tmp_path, monkeypatch, aot):
         p.compile("host", use_cache=False)
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+def test_parsing_runs_without_collections(monkeypatch):
+    import hdsl.api as api
+    seen = []
+    real = api.check_source
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(api, "check_source", spy)
+    hdsl.loads(SRC)
+    assert seen == [False] and gc.isenabled()
