@@ -37,15 +37,21 @@ def test_no_collection_restores_the_previous_state():
     assert gc.isenabled()
 
 
-@pytest.mark.parametrize("aot", [False, True])
-def test_lowering_runs_without_collections(tmp_path, monkeypatch, aot):
+def _collector_states(monkeypatch, module, name: str) -> list:
+    """module.name wrapped to record, at each call, whether the collector is on."""
     seen = []
-    real = lower_mod.lower
+    real = getattr(module, name)
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
-    monkeypatch.setattr(lower_mod, "lower", spy)
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_lowering_runs_without_collections(tmp_path, monkeypatch, aot):
+    seen = _collector_states(monkeypatch, lower_mod, "lower")
     p = hdsl.loads(SRC)
     if aot:
         from hdsl.aot import compile_to_files
@@ -58,12 +64,6 @@ def test_lowering_runs_without_collections(tmp_path, monkeypatch, aot):
 
 def test_parsing_runs_without_collections(monkeypatch):
     import hdsl.api as api
-    seen = []
-    real = api.check_source
-
-    def spy(*args, **kwargs):
-        seen.append(gc.isenabled())
-        return real(*args, **kwargs)
-    monkeypatch.setattr(api, "check_source", spy)
+    seen = _collector_states(monkeypatch, api, "check_source")
     hdsl.loads(SRC)
     assert seen == [False] and gc.isenabled()
