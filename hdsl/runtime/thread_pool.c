@@ -3,8 +3,9 @@
  *
  * hdsl_parallel_for(task, closure, min, extent) runs task(closure, i) for
  * every i in [min, min + extent) and returns when all have finished; the
- * calling thread takes part. Iterations are handed out one at a time from
- * an atomic counter, so uneven iterations balance themselves. A parallel
+ * calling thread takes part. Iterations are handed out from an atomic counter
+ * in shrinking (guided) chunks: long runs of neighbouring iterations first, for
+ * locality, single ones last, so uneven iterations still balance. A parallel
  * loop met inside a task runs serially on the thread that met it (no nested
  * fan-out). The first nonzero value a task returns is returned.
  *
@@ -38,16 +39,28 @@ static int started = 0;
 static int n_threads = 1;
 static __thread int in_task = 0;
 
+/* Iterations are handed out in guided chunks: a thread takes 1 / (2 * threads) of what is
+ * left (at least one). The first chunks are long runs of neighbouring rows, so a row that
+ * two consecutive iterations read (a downsampling's 2y+1 is the next one's 2(y+1)-1) is
+ * read by one core from its own cache; the last ones are single iterations, which keep
+ * the threads balanced. (One at a time, neighbouring rows went to different cores: the
+ * interpolation benchmark's memory-bound pyramid levels ran ~12 % slower.) */
 static void run_iterations(struct job *j) {
     for (;;) {
-        int32_t k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-        if (k >= j->extent) break;
-        int32_t r = j->task(j->closure, j->min + k);
-        if (r != 0) {
-            int32_t zero = 0;
-            __atomic_compare_exchange_n(&j->result, &zero, r, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        int32_t k0 = __atomic_load_n(&j->next, __ATOMIC_RELAXED), k1;
+        do {
+            if (k0 >= j->extent) return;
+            int32_t c = (j->extent - k0) / (2 * n_threads);
+            k1 = k0 + (c < 1 ? 1 : c);
+        } while (!__atomic_compare_exchange_n(&j->next, &k0, k1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        for (int32_t k = k0; k < k1; k++) {
+            int32_t r = j->task(j->closure, j->min + k);
+            if (r != 0) {
+                int32_t zero = 0;
+                __atomic_compare_exchange_n(&j->result, &zero, r, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+            }
         }
-        __atomic_fetch_add(&j->done, 1, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&j->done, k1 - k0, __ATOMIC_RELEASE);
     }
 }
 
