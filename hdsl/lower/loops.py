@@ -570,7 +570,7 @@ def innermost_loop_using(stmt: Stmt, f: Func, above_vectors: bool = True):
                 # computed per vector, its region the lanes' points, its partial results a
                 # vector that stays in registers (a whole row computed ahead was tried:
                 # ~7% slower on the unsharp mask, the sums going through memory)
-                return (chain[-1] if chain else None), s, _loop_names(s)
+                return (chain[-1] if chain else None), s, loop_names(s)
             chain.append(s.var)
         users = [c for c in _children(s) if stmt_reads(c, f)]
         if len(users) != 1:
@@ -578,10 +578,10 @@ def innermost_loop_using(stmt: Stmt, f: Func, above_vectors: bool = True):
         s = users[0]
 
 
-def _loop_names(s: Stmt) -> set[str]:
+def loop_names(s: Stmt) -> set[str]:
     out = {s.var} if isinstance(s, For) else set()
     for k in _children(s):
-        out |= _loop_names(k)
+        out |= loop_names(k)
     return out
 
 

@@ -20,7 +20,7 @@ from hdsl.lower.partition import partition_loops
 from hdsl.lower.hoist import hoist_invariants
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
-                              _loop_names)
+                              loop_names)
 from hdsl.lower.symbolic import box_of
 
 PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops", "hoist_invariants")
@@ -84,7 +84,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
             if vector is not None and _computed_within(f, defs, scheds, skipped):
                 # a Func f reads is computed inside the loops f would leave: stay inside
                 site, vector, _ = innermost_loop_using(stmt, f, above_vectors=False)
-            if f.implicit and f.dims == 0 and not _computed_within(f, defs, scheds, _loop_names(stmt)):
+            if f.implicit and f.dims == 0 and not _computed_within(f, defs, scheds, loop_names(stmt)):
                 # a scalar inline reduction (a kernel's norm, sum(w(r))) depends on no loop:
                 # computed once, at the root, not per vector or per row
                 site, vector = None, None

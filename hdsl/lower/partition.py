@@ -256,15 +256,17 @@ class _Partitioner:
                 for x in [hi_v] + sat_lows:
                     sat_c.add(x)
                 sat = (f"{v}.saturated.min", _b("min", sat_c.value(), end), _replace_stmt(loop.body, sat_repl))
-        if highs and sat is None:
-            parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
-        elif highs:
+        if sat is not None:
             sat_name, sat_value, sat_body = sat
             sat_v = Var(sat_name, I32)
             parts.append(For(v, hi_v, _b("-", sat_v, hi_v), "serial", loop.body))
             parts.append(For(v, sat_v, _b("-", end, sat_v), "serial", sat_body))
-            return LetStmt(lo_name, lo, LetStmt(hi_name, hi, LetStmt(sat_name, sat_value, Block(tuple(parts)))))
-        return LetStmt(lo_name, lo, LetStmt(hi_name, hi, Block(tuple(parts))))
+        elif highs:
+            parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
+        out = Block(tuple(parts))
+        if sat is not None:
+            out = LetStmt(sat_name, sat_value, out)
+        return LetStmt(lo_name, lo, LetStmt(hi_name, hi, out))
 
     def _choose(self, order, found, v, only: str | None = None):
         """Replacements for the hot nodes (in `order`, inner ones first) that hold over one

@@ -35,7 +35,7 @@ class _Variant:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
-        from hdsl.ir.expr import no_collection
+        from hdsl.ir.expr import clear_interned, no_collection
         with no_collection():
             ir = self.llvm_ir             # lowering and code generation
         if shift:
@@ -45,7 +45,6 @@ class _Variant:
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
         # collection would walk: dropped now (the properties rebuild them on demand)
-        from hdsl.ir.expr import clear_interned
         self._lowered = self._module = None
         clear_interned()
         self.fn = CompiledFunction(ir, name, target, use_cache)
