@@ -42,10 +42,10 @@ def c_name(p: Pipeline) -> str:
 def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", schedule: str | None = None,
                      emit: tuple[str, ...] = ("o", "h"), name: str | None = None) -> dict[str, Path]:
     from hdsl.codegen.c_header import header, wrapper
-    from hdsl.codegen.llvm import generate
+    from hdsl.codegen.llvm import generate, split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
-    from hdsl.runtime.jit import target_machine, optimize
+    from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine
 
     for k in emit:
         if k not in EMIT_KINDS:
@@ -68,7 +68,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         if shift_requirements(p, schedule):
             low_s = lower(p, schedule, base_target, shift_outputs=True)
             shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule))
-            llvm_ir_shifted = str(generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_"))
+            module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_")
+            llvm_ir_shifted = str(module_shifted)
     written: dict[str, Path] = {}
 
     if "stmt" in emit:
@@ -87,22 +88,28 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     if not ({"o", "so", "s"} & set(emit)):
         return written
 
-    from llvmlite import binding as llvm
     tm = target_machine(base_target)
-    mod = llvm.parse_assembly(llvm_ir)
-    if shifted:
-        mod.link_in(llvm.parse_assembly(llvm_ir_shifted))
-    mod.verify()
-    optimize(mod, tm)
     if "s" in emit:
+        from llvmlite import binding as llvm
+        mod = llvm.parse_assembly(llvm_ir)
+        if shifted:
+            mod.link_in(llvm.parse_assembly(llvm_ir_shifted))
+        mod.verify()
+        optimize(mod, tm)
         written["s"] = out / f"{name}.s"
         written["s"].write_text(tm.emit_assembly(mod))
     if not ({"o", "so"} & set(emit)):
         return written
+    # the code in parts compiled at once (as the JIT does), linked below by ld
+    jobs = compile_jobs()
+    texts = split_module(module, jobs) + (split_module(module_shifted, jobs) if shifted else [])
+    objects = emit_objects(texts, tm, jobs)
     cc = os.environ.get("CC", "cc")
     with tempfile.TemporaryDirectory(prefix="hdsl-aot-") as tmp:
         tmp = Path(tmp)
-        (tmp / "code.o").write_bytes(tm.emit_object(mod))
+        code = [tmp / f"code{i}.o" for i in range(len(objects))]
+        for path, data in zip(code, objects):
+            path.write_bytes(data)
         (tmp / "wrapper.c").write_text(wrapper(p, name, impl, shifted))
         runtime = Path(__file__).resolve().parent / "runtime" / "thread_pool.c"
         renames = [f"-Dhdsl_{f}={name}__{f}" for f in RUNTIME_FUNCTIONS]
@@ -111,10 +118,12 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         _run([cc, "-O2", "-fPIC", "-pthread", "-c", *renames, "-o", str(tmp / "pool.o"), str(runtime)],
              "compile the thread pool")
         obj = tmp / f"{name}.o"
-        _run(["ld", "-r", "-o", str(obj), str(tmp / "code.o"), str(tmp / "wrapper.o"), str(tmp / "pool.o")],
+        _run(["ld", "-r", "-o", str(obj), *map(str, code), str(tmp / "wrapper.o"), str(tmp / "pool.o")],
              "link the object")
         hidden = [impl] + ([shifted[0]] if shifted else [])
-        _run(["objcopy", *[f"--localize-symbol={h}" for h in hidden],
+        # the task functions of a module compiled in parts are global in their objects: local here
+        _run(["objcopy", "--wildcard", *[f"--localize-symbol={h}" for h in hidden],
+              *[f"--localize-symbol={h}.par*" for h in hidden],
               *[f"--localize-symbol={name}__{f}" for f in RUNTIME_FUNCTIONS],
               str(obj)], "hide internal symbols")
         if "o" in emit:

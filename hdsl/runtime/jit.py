@@ -1,17 +1,24 @@
 """Compile a lowered pipeline with LLVM and call it from Python.
 
+A large module is compiled in parts (codegen.llvm.split_module), each by its
+own process at once (this one and forked children: llvmlite lets one thread
+into LLVM at a time), and the JIT links their objects together.
+
 The machine code is cached on disk twice over: keyed by the source texts, the
 schedule, the target and a fingerprint of the compiler's own files (so a
-second compile of the same program loads the object without lowering it at
-all), and by the LLVM IR (LLVM's object cache: a program that lowers to the
-same code skips LLVM's optimizer and code generator). The thread pool is a
-small C library built once with the system's C compiler.
+second compile of the same program loads the objects without lowering it at
+all), and by the LLVM IR (a program that lowers to the same code skips LLVM's
+optimizer and code generator). The thread pool is a small C library built once
+with the system's C compiler.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
+import signal
+import struct
 import subprocess
 import threading
 from pathlib import Path
@@ -96,7 +103,12 @@ TARGET_FEATURES = {
 }
 
 
-def target_machine(target: str):
+def target_machine(target: str, reloc: str = "pic"):
+    """LLVM's target machine for `target`. Code for the JIT is compiled with static relocations
+    (reloc="static"): the JIT's linker writes every address into the code, which is what lets
+    it link a module compiled in parts (with "pic" and the large code model each object
+    addresses its data through its own GOT, and LLVM's RuntimeDyld takes the first object's GOT
+    for all of them). Objects for `hdsl compile` are position-independent."""
     from llvmlite import binding as llvm
     _init_llvm()
     t = llvm.Target.from_default_triple()
@@ -106,7 +118,7 @@ def target_machine(target: str):
         cpu, features = TARGET_FEATURES[target]
     else:
         raise HdslError(f"unknown target '{target}'", None, "targets: host, x86-64-avx2, x86-64-avx512, interp")
-    return t.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="jitdefault")
+    return t.create_target_machine(cpu=cpu, features=features, opt=3, reloc=reloc, codemodel="jitdefault")
 
 
 def optimize(mod, tm) -> None:
@@ -122,70 +134,218 @@ def optimize(mod, tm) -> None:
     pm.run(mod, pb)
 
 
-class _ObjectCache:
-    def __init__(self, key: str):
-        self.path = cache_dir() / f"{key}.o"
+OBJECTS_MAGIC = b"HDSLOBJ1"
 
-    def notify(self, module, data: bytes):
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, self.path)
 
-    def get(self, module):
+def pack_objects(objects: list[bytes]) -> bytes:
+    """Object files in one blob: magic, count, sizes, then the objects."""
+    head = struct.pack(f"<I{len(objects)}Q", len(objects), *(len(o) for o in objects))
+    return OBJECTS_MAGIC + head + b"".join(objects)
+
+
+def unpack_objects(data: bytes) -> list[bytes] | None:
+    """The objects of a blob from pack_objects; None if it is not one (or is cut short)."""
+    m = len(OBJECTS_MAGIC)
+    if len(data) < m + 4 or data[:m] != OBJECTS_MAGIC:
+        return None
+    (n,) = struct.unpack_from("<I", data, m)
+    at = m + 4 + 8 * n
+    if len(data) < at:
+        return None
+    sizes = struct.unpack_from(f"<{n}Q", data, m + 4)
+    if at + sum(sizes) != len(data):
+        return None
+    out = []
+    for size in sizes:
+        out.append(data[at: at + size])
+        at += size
+    return out
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def compile_jobs() -> int:
+    """How many processes compile one module's parts at once: HDSL_COMPILE_JOBS, else the
+    cores this process may use (at most 4)."""
+    env = os.environ.get("HDSL_COMPILE_JOBS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise HdslError(f"HDSL_COMPILE_JOBS must be a positive whole number, not '{env}'", None,
+                            "HDSL_COMPILE_JOBS=1 compiles in this process only")
+        return int(env)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, 4))
+
+
+def _emit(texts: list[str], tm) -> list[bytes]:
+    from llvmlite import binding as llvm
+    out = []
+    for text in texts:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        optimize(mod, tm)
+        out.append(tm.emit_object(mod))
+    return out
+
+
+def _llvm_lock():
+    """llvmlite's own lock (private): held across fork, so that no other thread is inside
+    LLVM when the child is made."""
+    try:
+        from llvmlite.binding import ffi
+        return ffi.lib._lock
+    except (ImportError, AttributeError):
+        return contextlib.nullcontext()
+
+
+def _fork_emit(texts: list[str], tm):
+    """A child process compiling `texts`; returns (pid, read end of its pipe), or None if no
+    process can be made. The child writes b"O" + the packed objects, or b"E" + a message."""
+    r, w = os.pipe()
+    try:
+        with _llvm_lock():
+            pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:                         # the child: LLVM, the pipe, and out (no Python exit handlers)
+        code = 0
         try:
-            return self.path.read_bytes()
-        except OSError:
-            return None
+            os.close(r)
+            try:
+                data = b"O" + pack_objects(_emit(texts, tm))
+            except Exception as e:
+                data, code = b"E" + f"{type(e).__name__}: {e}".encode(errors="replace"), 1
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:
+            code = 2
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _collect(pid: int, r: int) -> list[bytes]:
+    chunks = []
+    try:
+        while chunk := os.read(r, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if data[:1] == b"O" and (objects := unpack_objects(data[1:])) is not None:
+        return objects
+    if data[:1] == b"E":
+        raise InternalError(f"LLVM failed: {data[1:].decode(errors='replace')}")
+    if os.WIFSIGNALED(status):
+        raise InternalError(f"LLVM's compiler process died of signal {os.WTERMSIG(status)}")
+    raise InternalError(f"LLVM's compiler process failed (status {status})")
+
+
+def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
+    """Optimize and compile each LLVM IR text to an object file, in up to `jobs` processes at
+    once: this one and forked children (LLVM serializes the threads of one process). The
+    texts are shared out longest first; objects come back in the order of `texts`."""
+    jobs = max(1, min(jobs, len(texts))) if hasattr(os, "fork") else 1
+    if jobs == 1:
+        return _emit(texts, tm)
+    groups: list[list[int]] = [[] for _ in range(jobs)]
+    load = [0] * jobs
+    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
+        k = load.index(min(load))
+        groups[k].append(i)
+        load[k] += len(texts[i])
+    children, mine = [], list(groups[0])
+    try:
+        for g in groups[1:]:
+            child = _fork_emit([texts[i] for i in g], tm)
+            if child is None:
+                mine += g                # no process to be had: compiled here
+            else:
+                children.append((g, child))
+        objects: list[bytes | None] = [None] * len(texts)
+        for i, o in zip(mine, _emit([texts[i] for i in mine], tm)):
+            objects[i] = o
+        while children:
+            g, (pid, r) = children.pop(0)
+            for i, o in zip(g, _collect(pid, r)):
+                objects[i] = o
+    finally:
+        for _, (pid, r) in children:     # an error or an interrupt here: no child is left behind
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.close(r)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return objects
 
 
 class CompiledFunction:
-    def __init__(self, llvm_ir: str, name: str, target: str, use_cache: bool = True):
-        from llvmlite import binding as llvm
+    """Native code for one LLVM module, given whole or as parts (codegen.llvm.split_module)
+    that are compiled in parallel and linked by the JIT."""
+
+    def __init__(self, llvm_ir: str | list[str], name: str, target: str, use_cache: bool = True):
+        texts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
         with _lock:
             runtime_library()
-            tm = target_machine(target)
-            key = hashlib.sha256((llvm_ir + "\0" + target + "\0" + tm.triple + _version()).encode()).hexdigest()[:32]
-            self.cached = use_cache and (cache_dir() / f"{key}.o").exists()
-            mod = llvm.parse_assembly(llvm_ir)
-            mod.verify()
-            if not self.cached:
-                optimize(mod, tm)
-            engine = llvm.create_mcjit_compiler(mod, tm)
-            self.object_path = None
-            if use_cache:
-                cache = _ObjectCache(key)
-                engine.set_object_cache(cache.notify, cache.get)
-                self.object_path = cache.path
-            engine.finalize_object()
-            addr = engine.get_function_address(name)
-            if not addr:
+            tm = target_machine(target, "static")
+            text = "\0".join(texts + [target, tm.triple, _version()])
+            key = hashlib.sha256(text.encode()).hexdigest()[:32]
+            self.object_path = cache_dir() / f"{key}.o" if use_cache else None
+            objects = None
+            if self.object_path is not None:
+                try:
+                    objects = unpack_objects(self.object_path.read_bytes())
+                except OSError:
+                    pass
+            self.cached = objects is not None
+            if objects is None:
+                objects = emit_objects(texts, tm, compile_jobs())
+                if self.object_path is not None:
+                    try:
+                        _write_atomic(self.object_path, pack_objects(objects))
+                    except OSError:
+                        self.object_path = None      # the cache is an optimization
+            if not self._link(objects, name, tm):
                 raise InternalError(f"JIT: no function {name}")
-            self._engine = engine      # keeps the code alive
-            self._tm = tm
-            self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
+
+    def _link(self, objects: list[bytes], name: str, tm) -> bool:
+        from llvmlite import binding as llvm
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        for o in objects:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(o))
+        engine.finalize_object()
+        addr = engine.get_function_address(name)
+        if not addr:
+            return False
+        self._engine, self._tm = engine, tm       # the engine keeps the code alive
+        self.n_objects = len(objects)
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
+        return True
 
     @classmethod
     def from_object(cls, path: Path, name: str, target: str) -> "CompiledFunction | None":
-        """The function in a cached object file; None if it cannot be read or linked."""
-        from llvmlite import binding as llvm
+        """The function in a cached file of objects; None if it cannot be read or linked."""
         try:
-            data = path.read_bytes()
+            objects = unpack_objects(path.read_bytes())
         except OSError:
+            return None
+        if objects is None:
             return None
         with _lock:
             runtime_library()
-            tm = target_machine(target)
-            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
-            engine.finalize_object()
-            addr = engine.get_function_address(name)
-            if not addr:
-                return None
             self = cls.__new__(cls)
-            self.cached = True
-            self._engine, self._tm = engine, tm
-            self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
-            return self
+            self.cached, self.object_path = True, path
+            return self if self._link(objects, name, target_machine(target, "static")) else None
 
     def __call__(self, arg_ptrs: list[int]) -> tuple[int, list[int]]:
         args = (ctypes.c_void_p * max(1, len(arg_ptrs)))(*arg_ptrs)

@@ -35,9 +35,11 @@ class _Variant:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
+        from hdsl.codegen.llvm import split_module
         from hdsl.ir.expr import clear_interned, no_collection
+        from hdsl.runtime.jit import compile_jobs
         with no_collection():
-            ir = self.llvm_ir             # lowering and code generation
+            parts = split_module(self.module, compile_jobs())     # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted
             check_shifted(self.lowered.shifted, p, schedule)
@@ -47,7 +49,7 @@ class _Variant:
         # collection would walk: dropped now (the properties rebuild them on demand)
         self._lowered = self._module = None
         clear_interned()
-        self.fn = CompiledFunction(ir, name, target, use_cache)
+        self.fn = CompiledFunction(parts, name, target, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
             try:
