@@ -21,6 +21,7 @@ import signal
 import struct
 import subprocess
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -207,7 +208,11 @@ def _fork_emit(texts: list[str], tm):
     process can be made. The child writes b"O" + the packed objects, or b"E" + a message."""
     r, w = os.pipe()
     try:
-        with _llvm_lock():
+        # Python 3.12 warns about fork in a process with threads (the child could block on a
+        # lock another thread held): the child only runs LLVM, with llvmlite's lock held across
+        # the fork, writes to its pipe and leaves with os._exit
+        with _llvm_lock(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
         os.close(r)
@@ -239,7 +244,10 @@ def _collect(pid: int, r: int) -> list[bytes]:
             chunks.append(chunk)
     finally:
         os.close(r)
-        _, status = os.waitpid(pid, 0)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:        # SIGCHLD ignored by the application: reaped already
+            status = 0
     data = b"".join(chunks)
     if data[:1] == b"O" and (objects := unpack_objects(data[1:])) is not None:
         return objects

@@ -197,3 +197,16 @@ def test_ahead_of_time_parts_are_linked_and_kept_local(program, tmp_path, monkey
     bin_, bout = jit.make_buffer(IMG.T), jit.make_buffer(out.T)
     assert lib.chain(ctypes.byref(bin_), ctypes.byref(bout)) == 0
     assert np.array_equal(out, expected)
+
+
+def test_an_application_that_ignores_sigchld(program, cache, monkeypatch):
+    """With SIGCHLD ignored the kernel reaps the children itself (waitpid finds none)."""
+    p, expected = program
+    monkeypatch.setenv("HDSL_COMPILE_JOBS", "2")
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        c = p.compile("host", schedule="s", use_cache=False)
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+    assert c.native.primary.fn.n_objects == 2
+    assert np.array_equal(c.realize(SIZE, img=IMG), expected)
