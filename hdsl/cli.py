@@ -52,11 +52,41 @@ def cmd_check(args) -> int:
             status = 1
             continue
         try:
-            check_source(text, path)
+            p = check_source(text, path)
+            if p is not None and args.lower:
+                lower_schedules(p)
         except HdslError as e:
             print(e.render(), file=sys.stderr)
             status = 1
     return status
+
+
+def lower_schedules(p) -> None:
+    """Lower every schedule block of `p` (no code generation), for `hdsl check --lower`: the
+    errors only the compiler finds (a compute_at whose loop does not enclose every use, a
+    store_at outside its compute_at, bounds it cannot infer...). Not by default: the reference
+    evaluator runs programs the native compiler refuses, and lowering a deep pyramid left
+    wholly inline (the default schedule) takes as long as compiling it. An error with no
+    position of its own points at its schedule block."""
+    from hdsl.diagnostics import Diagnostic
+    from hdsl.ir.expr import clear_interned, no_collection
+    from hdsl.lower.lower import lower
+    found = []
+    for name in list(p.schedules) or [None]:
+        block = p.schedules.get(name)
+        try:
+            with no_collection():
+                lower(p, name, "host")
+        except HdslError as e:
+            for d in e.diagnostics:
+                if d.span is None and block is not None:
+                    what = f"schedule '{name}'" if name else "the schedule"
+                    d = Diagnostic(f"{what}: {d.message}", block.span, d.hint, d.severity)
+                found.append(d)
+        finally:
+            clear_interned()
+    if found:
+        raise HdslError(found)
 
 
 def cmd_run(args) -> int:
@@ -213,7 +243,7 @@ def cmd_lower(args) -> int:
     p = hdsl.load(args.file)
     if args.emit in ("llvm", "asm"):
         from hdsl.codegen.llvm import generate
-        low = lower(p.ir, args.schedule, args.target)
+        low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
         module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
         if args.emit == "llvm":
             print(module)
@@ -221,7 +251,7 @@ def cmd_lower(args) -> int:
             from hdsl.runtime.jit import assembly
             print(assembly(module, args.target))
         return 0
-    low = lower(p.ir, args.schedule, args.target)
+    low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
     if args.debug_level:
         # every pass's result in order (with --debug 2, its time too)
         for name in PASSES:
@@ -255,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="check .hl files and print diagnostics")
     c.add_argument("files", nargs="+")
+    c.add_argument("--lower", action="store_true",
+                   help="also lower every schedule block (no code generation): report what the native "
+                        "compiler would refuse")
     c.set_defaults(fn=cmd_check)
     r = sub.add_parser("run", help="run a pipeline on image files")
     r.add_argument("file")
@@ -287,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--schedule", metavar="NAME")
     lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"])
     lo.add_argument("--print-after", metavar="PASS", help="show the loop nest after this pass")
+    lo.add_argument("--shifted", action="store_true",
+                    help="the form the JIT runs when every split output is at least a tile wide: last "
+                         "tiles shifted inwards, not guarded")
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
     lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
                     help="print the loop nest after every pass (N >= 2: with timings)")

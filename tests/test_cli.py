@@ -101,6 +101,60 @@ def test_check_reports_every_file(tmp_path, capsys):
     assert f"{bad}:5:17: error: 'imgg' is not defined; did you mean 'img'?" in err
 
 
+SCHEDULE_ERRORS = """pipeline sched
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    f(x, y) = img(x, y) + 1
+    g(x, y) = f(x, y) * 2
+    out(x, y) = g(x, y) + g(x + 1, y)
+}
+schedule fine {
+    g.compute_root()
+    f.compute_at(g, y)
+}
+schedule inline_site {
+    f.compute_at(g, y)
+}
+schedule store_site {
+    f.compute_at(out, y).store_at(g, x)
+}
+"""
+
+
+def test_check_lowers_every_schedule(tmp_path, capsys):
+    """Errors only the compiler finds are errors of `hdsl check --lower`, at the directive that causes them."""
+    path = tmp_path / "sched.hl"
+    path.write_text(SCHEDULE_ERRORS)
+    code, _, err = run(capsys, "check", "--lower", path)
+    assert code == 1
+    assert (f"{path}:14:5: error: 'f' is computed at loop 'y' of 'g', but 'g' has no such loop "
+            "(is it computed inline?)\n        f.compute_at(g, y)\n        ^^^^^^^^^^^^^^^^^^") in err
+    assert f"{path}:17:5: error: 'f' is stored at loop 'x' of 'g', which has no such loop" in err
+    assert err.count("error:") == 2                  # schedule 'fine' lowers
+    code, _, err = run(capsys, "check", path)          # without --lower: the algorithm is fine
+    assert code == 0 and err == ""
+    path.write_text(SCHEDULE_ERRORS.split("schedule inline_site")[0])
+    assert run(capsys, "check", "--lower", path)[0] == 0
+
+
+def test_check_points_a_positionless_lowering_error_at_its_schedule(tmp_path, capsys, monkeypatch):
+    from hdsl.diagnostics import HdslError
+    import hdsl.lower.lower as lower_module
+
+    def lower(p, name, target):
+        if name == "inline_site":
+            raise HdslError("something only lowering sees", None, "a hint")
+    monkeypatch.setattr(lower_module, "lower", lower)
+    path = tmp_path / "sched.hl"
+    path.write_text(SCHEDULE_ERRORS)
+    code, _, err = run(capsys, "check", "--lower", path)
+    assert code == 1
+    assert (f"{path}:13:1: error: schedule 'inline_site': something only lowering sees\n"
+            "    schedule inline_site {\n    ^") in err
+    assert "hint: a hint" in err
+
+
 def test_lower_prints_passes(capsys):
     code, out, _ = run(capsys, "lower", BLUR, "--print-after", "schedule_functions")
     assert code == 0 and "parallel for out.s0.y" in out and "vectorized for out.s0.xi_i" in out
@@ -108,6 +162,14 @@ def test_lower_prints_passes(capsys):
     assert code == 0 and "<16 x i16>" in out
     code, _, err = run(capsys, "lower", BLUR, "--print-after", "nothing")
     assert code == 1 and "unknown pass 'nothing'" in err
+
+
+def test_lower_shows_the_shifted_form(capsys):
+    """--shifted prints what the JIT runs on wide outputs: whole tiles of constant size."""
+    code, out, _ = run(capsys, "lower", BLUR, "--shifted")
+    assert code == 0 and "let blur_x.extent.0 = 256\n" in out and "let blur_x.extent.1 = 34\n" in out
+    code, out, _ = run(capsys, "lower", BLUR)
+    assert code == 0 and "let blur_x.extent.0 = 256\n" not in out
 
 
 def test_lower_prints_shared_subexpressions_once(capsys):

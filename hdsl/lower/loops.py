@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hdsl.diagnostics import HdslError
+from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule
 from hdsl.ir.simplify import simplify
@@ -113,6 +113,7 @@ class Level:
     kind: str                    # 'root', 'inline', 'at'
     func: Func | None = None
     var: str | None = None
+    span: Span | None = field(default=None, compare=False)      # the directive, for errors
 
 
 @dataclass
@@ -136,11 +137,11 @@ def func_schedules(funcs: list[Func], outputs: list[Func], sched: Schedule | Non
             elif d.name == "compute_inline":
                 compute = Level("inline")
             elif d.name == "compute_at":
-                compute = Level("at", d.args[0], d.args[1])
+                compute = Level("at", d.args[0], d.args[1], d.span)
             elif d.name == "store_root":
                 store = Level("root")
             elif d.name == "store_at":
-                store = Level("at", d.args[0], d.args[1])
+                store = Level("at", d.args[0], d.args[1], d.span)
             elif d.name == "bound":
                 fs.bounds[d.args[0]] = (d.args[1], d.args[2])
             else:

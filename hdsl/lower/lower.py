@@ -78,7 +78,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                     break
             if site is None:
                 raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
-                                "loop (is it computed inline?)", None, f"schedule '{g.name}' too, e.g. compute_root()")
+                                "loop (is it computed inline?)", level.span,
+                                f"schedule '{g.name}' too, e.g. compute_root()")
         elif level.kind == "innermost":
             site, vector, skipped = innermost_loop_using(stmt, f)
             if vector is not None and _computed_within(f, defs, scheds, skipped):
@@ -132,7 +133,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                 loops = find_loop_var(stmt, f"{st.func.name}.s0.", st.var)
                 if not loops:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
-                                    "such loop", None)
+                                    "such loop", st.span)
                 stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)

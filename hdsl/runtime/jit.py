@@ -391,8 +391,9 @@ def source_cache_path(source_key: str, schedule: str | None, target: str) -> Pat
 
 
 def assembly(llvm_ir: str, target: str) -> str:
+    """The module's assembly, as the JIT compiles it (static relocations)."""
     from llvmlite import binding as llvm
-    tm = target_machine(target)
+    tm = target_machine(target, "static")
     mod = llvm.parse_assembly(llvm_ir)
     mod.verify()
     optimize(mod, tm)
