@@ -3,11 +3,13 @@
  *
  * hdsl_parallel_for(task, closure, min, extent) runs task(closure, i) for
  * every i in [min, min + extent) and returns when all have finished; the
- * calling thread takes part. Iterations are handed out from an atomic counter
- * in shrinking (guided) chunks: long runs of neighbouring iterations first, for
- * locality, single ones last, so uneven iterations still balance. A parallel
- * loop met inside a task runs serially on the thread that met it (no nested
- * fan-out). The first nonzero value a task returns is returned.
+ * calling thread takes part. Each thread starts with its own contiguous share
+ * of the iterations and takes them one at a time from its front, so neighbouring
+ * iterations (rows) run on the same core; a thread whose share is done steals the
+ * back half of the largest share left, so a thread that is descheduled holds up
+ * at most the iteration it is running. A parallel loop met inside a task runs
+ * serially on the thread that met it (no nested fan-out). The first nonzero value
+ * a task returns is returned.
  *
  * Threads: HDSL_NUM_THREADS, else the number of online processors.
  */
@@ -19,14 +21,24 @@
 
 typedef int32_t (*hdsl_task)(void *closure, int32_t i);
 
+/* what is left of one thread's share: iterations [begin, end), packed as begin << 32 | end
+ * so that the owner (taking from the front) and thieves (taking the back half) agree by
+ * one compare-and-swap; one per cache line */
+struct share {
+    uint64_t range;
+    char pad[56];
+};
+
 struct job {
     hdsl_task task;
     void *closure;
     int32_t min, extent;
-    int32_t next;          /* next iteration to hand out (atomic) */
     int32_t done;          /* iterations finished (atomic) */
     int32_t result;        /* first nonzero task result (atomic) */
     int32_t workers_in;    /* workers currently inside this job */
+    int32_t joined;        /* workers that took a share (atomic): the next one takes share joined + 1 */
+    int32_t n_shares;
+    struct share *shares;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,29 +51,61 @@ static int started = 0;
 static int n_threads = 1;
 static __thread int in_task = 0;
 
-/* Iterations are handed out in guided chunks: a thread takes 1 / (2 * threads) of what is
- * left (at least one). The first chunks are long runs of neighbouring rows, so a row that
- * two consecutive iterations read (a downsampling's 2y+1 is the next one's 2(y+1)-1) is
- * read by one core from its own cache; the last ones are single iterations, which keep
- * the threads balanced. (One at a time, neighbouring rows went to different cores: the
- * interpolation benchmark's memory-bound pyramid levels ran ~12 % slower.) */
-static void run_iterations(struct job *j) {
+static inline uint64_t pack(uint32_t begin, uint32_t end) { return (uint64_t)begin << 32 | end; }
+
+/* Steal the back half of the largest share left into `mine` (empty: no other thread
+ * writes it); 0 when no share has anything left. */
+static int steal(struct job *j, struct share *mine) {
     for (;;) {
-        int32_t k0 = __atomic_load_n(&j->next, __ATOMIC_RELAXED), k1;
-        do {
-            if (k0 >= j->extent) return;
-            int32_t c = (j->extent - k0) / (2 * n_threads);
-            k1 = k0 + (c < 1 ? 1 : c);
-        } while (!__atomic_compare_exchange_n(&j->next, &k0, k1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-        for (int32_t k = k0; k < k1; k++) {
-            int32_t r = j->task(j->closure, j->min + k);
-            if (r != 0) {
-                int32_t zero = 0;
-                __atomic_compare_exchange_n(&j->result, &zero, r, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        struct share *victim = NULL;
+        uint64_t seen = 0;
+        uint32_t most = 0;
+        for (int i = 0; i < j->n_shares; i++) {
+            uint64_t r = __atomic_load_n(&j->shares[i].range, __ATOMIC_RELAXED);
+            uint32_t b = (uint32_t)(r >> 32), e = (uint32_t)r;
+            if (b < e && e - b > most) {
+                most = e - b;
+                victim = &j->shares[i];
+                seen = r;
             }
         }
-        __atomic_fetch_add(&j->done, k1 - k0, __ATOMIC_RELEASE);
+        if (victim == NULL) return 0;
+        uint32_t b = (uint32_t)(seen >> 32), e = (uint32_t)seen, m = b + (e - b) / 2;
+        if (__atomic_compare_exchange_n(&victim->range, &seen, pack(b, m), 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_store_n(&mine->range, pack(m, e), __ATOMIC_RELAXED);
+            return 1;
+        }
     }
+}
+
+/* Run iterations from share `slot` (then stolen ones) until none is left anywhere.
+ * (Handing out single iterations from one shared counter sent neighbouring rows to
+ * different cores: the interpolation benchmark's memory-bound pyramid levels, where
+ * consecutive rows of a downsampling read a common input row, ran ~12 % slower; handing
+ * out shrinking chunks kept rows together but left a descheduled thread holding a chunk
+ * the others could not take.) */
+static void run_iterations(struct job *j, int slot) {
+    struct share *mine = &j->shares[slot];
+    int32_t ran = 0;
+    for (;;) {
+        uint64_t r = __atomic_load_n(&mine->range, __ATOMIC_RELAXED);
+        uint32_t b = (uint32_t)(r >> 32), e = (uint32_t)r;
+        if (b >= e) {
+            if (!steal(j, mine)) break;
+            continue;
+        }
+        if (!__atomic_compare_exchange_n(&mine->range, &r, pack(b + 1, e), 0, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED))
+            continue;                     /* a thief took part of it meanwhile */
+        int32_t res = j->task(j->closure, j->min + (int32_t)b);
+        if (res != 0) {
+            int32_t zero = 0;
+            __atomic_compare_exchange_n(&j->result, &zero, res, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        }
+        ran++;
+    }
+    __atomic_fetch_add(&j->done, ran, __ATOMIC_RELEASE);
 }
 
 /* Between two parallel loops of a pipeline (a pyramid has dozens, some of a few
@@ -95,7 +139,7 @@ static void *worker(void *arg) {
         struct job *j = current;
         __atomic_fetch_add(&j->workers_in, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&lock);
-        run_iterations(j);
+        run_iterations(j, __atomic_add_fetch(&j->joined, 1, __ATOMIC_RELAXED));   /* 1 .. n - 1 */
         pthread_mutex_lock(&lock);
         __atomic_fetch_sub(&j->workers_in, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&finished);
@@ -137,17 +181,21 @@ int32_t hdsl_parallel_for(hdsl_task task, void *closure, int32_t min, int32_t ex
         }
         return 0;
     }
-    struct job j = {task, closure, min, extent, 0, 0, 0, 0};
     pthread_mutex_lock(&submit);          /* one parallel loop at a time from outside the pool */
     pthread_mutex_lock(&lock);
     if (!started) start_pool();
+    int n = n_threads;                    /* a share per thread (some empty when extent < n) */
+    struct share shares[n];
+    for (int i = 0; i < n; i++)           /* contiguous shares, as even as they can be */
+        shares[i].range = pack((uint32_t)((int64_t)extent * i / n), (uint32_t)((int64_t)extent * (i + 1) / n));
+    struct job j = {task, closure, min, extent, 0, 0, 0, 0, n, shares};
     current = &j;
     __atomic_store_n(&generation, generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
 
     in_task = 1;
-    run_iterations(&j);
+    run_iterations(&j, 0);
     in_task = 0;
 
     pthread_mutex_lock(&lock);
