@@ -332,6 +332,9 @@ def _fmt(v, digits=2):
 TARGETS = {"blur": 1.0, "gauss5": 1.0}
 
 
+COMPILE_COLD_TARGET, COMPILE_CACHED_TARGET = 3.0, 0.2
+
+
 def markdown(res: dict) -> str:
     m = res["machine"]
     lines = ["# Benchmark results", "",
@@ -354,6 +357,21 @@ def markdown(res: dict) -> str:
         lines.append(f"| {c['name']} | {_fmt(by_mode.get('strict'))} | {_fmt(by_mode.get('fast_math'))} | "
                      f"{target:.1f} | {'yes' if judged <= target else 'no'} |")
     lines.append("")
+    for c in res["cases"]:
+        if c["name"] != "local_laplacian":
+            continue
+        lines += [f"Compile time of the local Laplacian (targets: cold at most {COMPILE_COLD_TARGET:.0f} s, from "
+                  f"the cache at most {COMPILE_CACHED_TARGET} s):", "",
+                  "| implementation | mode | cold s | cached s | met |", "| --- | --- | ---: | ---: | --- |"]
+        for r in c["results"]:
+            if r["compile_cold_s"] is None:
+                continue
+            cached = r["compile_cached_s"]
+            met = "-" if cached is None else "yes" if (r["compile_cold_s"] <= COMPILE_COLD_TARGET
+                                                       and cached <= COMPILE_CACHED_TARGET) else "no"
+            lines.append(f"| {r['impl']} | {r['mode']} | {_fmt(r['compile_cold_s'])} | "
+                         f"{_fmt(cached, 3) if cached is not None else '-'} | {met} |")
+        lines.append("")
     for c in res["cases"]:
         w, h = c["size"]
         lines += [f"## {c['name']}: {c['what']}, {w}x{h} ({c['reps']} interleaved rounds)", "",

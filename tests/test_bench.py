@@ -59,3 +59,18 @@ def test_stage_profile_runs_both_libraries_on_the_same_input():
     hd, hl, ratio, diff = (float(g) for g in m.groups())
     assert diff == 0.0
     assert abs(ratio - hd / hl) < 2e-3 * max(1.0, ratio)
+
+
+def test_compile_time_targets_are_judged():
+    """The local Laplacian's compile-time table says 'no' when a cold or cached time is over."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import run
+    res = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    (ll,) = [c for c in res["cases"] if c["name"] == "local_laplacian"]
+    hd = [r for r in ll["results"] if r["impl"] == "hdsl"]
+    for cold, cached, met in ((2.5, 0.1, "yes"), (3.2, 0.1, "no"), (2.5, 0.25, "no")):
+        for r in hd:
+            r["compile_cold_s"], r["compile_cached_s"] = cold, cached
+        md = run.markdown(res)
+        rows = re.findall(r"^\| hdsl \| (?:strict|fast_math) \| [\d.]+ \| [\d.]+ \| (\w+) \|$", md, re.M)
+        assert rows == [met, met]
