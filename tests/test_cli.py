@@ -122,10 +122,16 @@ schedule store_site {
 """
 
 
-def test_check_lowers_every_schedule(tmp_path, capsys):
-    """Errors only the compiler finds are errors of `hdsl check --lower`, at the directive that causes them."""
+@pytest.fixture
+def sched_file(tmp_path):
     path = tmp_path / "sched.hl"
     path.write_text(SCHEDULE_ERRORS)
+    return path
+
+
+def test_check_lowers_every_schedule(sched_file, capsys):
+    """Errors only the compiler finds are errors of `hdsl check --lower`, at the directive that causes them."""
+    path = sched_file
     code, _, err = run(capsys, "check", "--lower", path)
     assert code == 1
     assert (f"{path}:14:5: error: 'f' is computed at loop 'y' of 'g', but 'g' has no such loop "
@@ -138,7 +144,7 @@ def test_check_lowers_every_schedule(tmp_path, capsys):
     assert run(capsys, "check", "--lower", path)[0] == 0
 
 
-def test_check_points_a_positionless_lowering_error_at_its_schedule(tmp_path, capsys, monkeypatch):
+def test_check_points_a_positionless_lowering_error_at_its_schedule(sched_file, capsys, monkeypatch):
     from hdsl.diagnostics import HdslError
     import hdsl.lower.lower as lower_module
 
@@ -146,8 +152,7 @@ def test_check_points_a_positionless_lowering_error_at_its_schedule(tmp_path, ca
         if name == "inline_site":
             raise HdslError("something only lowering sees", None, "a hint")
     monkeypatch.setattr(lower_module, "lower", lower)
-    path = tmp_path / "sched.hl"
-    path.write_text(SCHEDULE_ERRORS)
+    path = sched_file
     code, _, err = run(capsys, "check", "--lower", path)
     assert code == 1
     assert (f"{path}:13:1: error: schedule 'inline_site': something only lowering sees\n"

@@ -1321,8 +1321,6 @@ def generate(pipeline: Pipeline, stmt: Stmt, name: str, fast_math: bool = False,
     return CodeGen(pipeline, name, fast_math, runtime_prefix).generate(stmt)
 
 
-
-
 # Splitting a module for parallel compilation. LLVM's time grows with a function's
 # instructions plus a fixed cost per function (measured on the local Laplacian: ~50 us per
 # unit of the weight below, each small task function ~0.05 s of optimization and code
@@ -1335,27 +1333,34 @@ def function_weight(f: ir.Function) -> int:
     return sum(len(b.instructions) for b in f.blocks) + FUNCTION_WEIGHT
 
 
+def balance(weights: list[int], n: int) -> list[list[int]]:
+    """The indices of `weights` in n groups of about equal total weight (each, heaviest first,
+    onto the lightest group so far), the heaviest group first."""
+    groups: list[list[int]] = [[] for _ in range(n)]
+    load = [0] * n
+    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
+        k = load.index(min(load))
+        groups[k].append(i)
+        load[k] += weights[i]
+    order = sorted(range(n), key=lambda k: -load[k])
+    return [groups[k] for k in order]
+
+
 def split_module(module: ir.Module, parts: int) -> list[str]:
     """The module as at most `parts` LLVM IR texts that compile separately and link together:
     each defines some of the functions (balanced by weight, heaviest part first) and declares
     the others. Task functions are reached only through their addresses, which the thread
     pool calls, so no optimization crosses a part's boundary. A small module stays whole."""
     defined = [f for f in module.functions if f.blocks]
-    weight = {f.name: function_weight(f) for f in defined}
-    n = max(1, min(parts, len(defined), sum(weight.values()) // MIN_PART_WEIGHT))
+    weights = [function_weight(f) for f in defined]
+    n = max(1, min(parts, len(defined), sum(weights) // MIN_PART_WEIGHT))
     if n == 1:
         return [str(module)]
-    bins: list[list[ir.Function]] = [[] for _ in range(n)]
-    load = [0] * n
-    for f in sorted(defined, key=lambda f: -weight[f.name]):   # longest first onto the lightest part
-        k = load.index(min(load))
-        bins[k].append(f)
-        load[k] += weight[f.name]
     saved = [(f, f.blocks, f.linkage) for f in defined]
     texts = []
     try:
-        for part in sorted(bins, key=lambda b: -sum(weight[f.name] for f in b)):
-            owned = {f.name for f in part}
+        for group in balance(weights, n):
+            owned = {defined[i].name for i in group}
             for f, blocks, _ in saved:
                 f.linkage = ""           # visible to the other parts (the object stays private to its engine)
                 f.blocks = blocks if f.name in owned else []

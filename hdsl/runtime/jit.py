@@ -163,7 +163,8 @@ def unpack_objects(data: bytes) -> list[bytes] | None:
     return out
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename: a reader sees the old file or the new one."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
@@ -265,12 +266,8 @@ def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
     jobs = max(1, min(jobs, len(texts))) if hasattr(os, "fork") else 1
     if jobs == 1:
         return _emit(texts, tm)
-    groups: list[list[int]] = [[] for _ in range(jobs)]
-    load = [0] * jobs
-    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
-        k = load.index(min(load))
-        groups[k].append(i)
-        load[k] += len(texts[i])
+    from hdsl.codegen.llvm import balance
+    groups = balance([len(t) for t in texts], jobs)
     children, mine = [], list(groups[0])
     try:
         for g in groups[1:]:
@@ -320,7 +317,7 @@ class CompiledFunction:
                 objects = emit_objects(texts, tm, compile_jobs())
                 if self.object_path is not None:
                     try:
-                        _write_atomic(self.object_path, pack_objects(objects))
+                        write_atomic(self.object_path, pack_objects(objects))
                     except OSError:
                         self.object_path = None      # the cache is an optimization
             if not self._link(objects, name, tm):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import time
 
@@ -23,7 +22,7 @@ class _Variant:
     """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
 
     def __init__(self, p: Pipeline, schedule, target: str, fast_math: bool, name: str, use_cache: bool, shift: bool):
-        from hdsl.runtime.jit import CompiledFunction, source_cache_path
+        from hdsl.runtime.jit import CompiledFunction, source_cache_path, write_atomic
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
             p, schedule, target, fast_math, name, shift
@@ -53,9 +52,7 @@ class _Variant:
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
             try:
-                tmp = src_path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_bytes(self.fn.object_path.read_bytes())
-                os.replace(tmp, src_path)
+                write_atomic(src_path, self.fn.object_path.read_bytes())
             except OSError:
                 pass            # the cache is an optimization; a failed write costs the next run time
         self.timings = {"lower": t1 - t0, "llvm": t2 - t1, "cached": self.fn.cached}
