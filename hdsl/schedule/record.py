@@ -7,7 +7,7 @@ The compiler executes what is recorded; the reference evaluator ignores it.
 """
 from __future__ import annotations
 
-from hdsl.diagnostics import Span, did_you_mean
+from hdsl.diagnostics import Diagnostic, HdslError, Span, did_you_mean
 from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
@@ -373,14 +373,68 @@ class _Recorder:
             st.vars[p] = n
 
     def finish(self):
+        bad = set()
         for f, d, call in self.pending:
             g, var = d.args
             loops = self.state(g, -1).vars
             if var not in loops:
+                bad.add(id(f))
                 guess = did_you_mean(var, loops)
                 self.el.sink.error(f"'{var}' is not a loop of '{g.name}'"
                                    + (f"; did you mean '{guess}'?" if guess else ""),
                                    call.args[1].span, f"its loops are {', '.join(loops)} (innermost first)")
+        self._check_store_levels(bad)
+
+    def _check_store_levels(self, bad: set[int]):
+        """A Func's storage must enclose its computation (Halide: the store level is the compute
+        level or a loop outside it). Levels are compared as the loops around them, outermost
+        first; a level inside a Func whose own place is unknown here (computed inline, a loop
+        already reported) is left to lowering."""
+        compute, store = {}, {}
+        for fid, ds in self.sched.directives.items():
+            for d in ds:
+                if d.name in ("compute_at", "compute_root", "compute_inline"):
+                    compute[fid] = d
+                elif d.name in ("store_at", "store_root"):
+                    store[fid] = d
+        calls = {id(d.span): call for _, d, call in self.pending}
+
+        def enclosing(d, seen):
+            if d.name in ("compute_root", "store_root"):
+                return []
+            if d.name != "compute_at" and d.name != "store_at":
+                return None
+            g, var = d.args
+            loops = self.state(g, -1).vars
+            if var not in loops or id(g) in seen:
+                return None
+            if g in self.outputs:
+                outer = []
+            elif id(g) in compute:
+                outer = enclosing(compute[id(g)], seen | {id(g)})
+            else:
+                return None
+            if outer is None:
+                return None
+            return outer + [(g.name, v) for v in reversed(loops[loops.index(var):])]
+
+        for fid, st in store.items():
+            cd = compute.get(fid)
+            if cd is None or fid in bad:
+                continue
+            ps, pc = enclosing(st, {fid}), enclosing(cd, {fid})
+            if ps is None or pc is None or pc[:len(ps)] == ps:
+                continue
+            f = self.sched.funcs[fid]
+            where = "at the root" if cd.name == "compute_root" else f"at loop '{cd.args[1]}' of '{cd.args[0].name}'"
+            at = "at the root" if st.name == "store_root" else f"at loop '{st.args[1]}' of '{st.args[0].name}'"
+            outer = ("store_root()" if cd.name == "compute_root" else
+                     f"store_at({cd.args[0].name}, {cd.args[1]}), a loop outside it, or store_root()")
+            call = calls.get(id(st.span))
+            self.el.sink.error(f"'{f.name}' is stored {at}, which does not enclose where it is computed "
+                               f"({where})", directive_span(call) if call is not None else st.span,
+                               f"its storage must enclose its computation: store it at its compute level or "
+                               f"outside it: {outer}")
 
 
 def directive_span(call: ast.Call):
@@ -420,3 +474,33 @@ def _same(a, b) -> bool:
     if isinstance(a, RVar) and isinstance(b, RVar):
         return a.rdom is b.rdom and a.index == b.index
     return a is b
+
+
+GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile")
+GPU_SCHEDULES = ("cuda", "opengl")      # chosen by compiling for that target, never for the CPU
+
+
+def refuse_unsupported(sched: Schedule | None, target: str) -> None:
+    """Refuse what the CPU back end cannot honour, before anything is compiled: GPU directives
+    (hdsl has no GPU back end yet; running them serially on the CPU would hide that the
+    schedule does not do what it says) and `schedule auto` (no automatic scheduler yet).
+    The reference evaluator ignores schedules and needs no such check."""
+    if sched is None:
+        return
+    found = []
+    if sched.auto:
+        found.append(Diagnostic(f"'schedule auto' asks for the automatic scheduler, which hdsl does not have yet "
+                                f"(target '{target}')", sched.span,
+                                "write the schedule by hand in a named block, or choose another with --schedule NAME"))
+    hint = ("this block is for a GPU target: run the CPU schedule instead (leave out --schedule)"
+            if sched.name in GPU_SCHEDULES else
+            "keep GPU directives in a `schedule cuda { ... }` block; for the CPU use tile(...), parallel(...) "
+            "and vectorize(...)")
+    for ds in sched.directives.values():
+        for d in ds:
+            if d.name in GPU_DIRECTIVES:
+                found.append(Diagnostic(f"'{d.name}' maps loops onto a GPU, but target '{target}' is a CPU and "
+                                        "hdsl has no GPU back end yet", d.span, hint))
+    if found:
+        found.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
+        raise HdslError(found)
