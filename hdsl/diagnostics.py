@@ -111,3 +111,45 @@ class DiagnosticSink:
 def did_you_mean(name: str, candidates) -> str | None:
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def read_source(path, shown: str | None = None) -> str:
+    """The text of a `.hl` file. A file that is not UTF-8 is a positioned error at its first
+    bad byte (its offset, line and column), not a UnicodeDecodeError; a file that cannot be
+    read raises OSError, for the caller to word."""
+    shown = shown if shown is not None else str(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        start = data.rfind(b"\n", 0, e.start) + 1
+        col = len(data[start:e.start].decode("utf-8", errors="replace")) + 1
+        register_source(shown, data.decode("utf-8", errors="replace"))
+        raise HdslError(f"this file is not UTF-8 text: byte 0x{data[e.start]:02X} at offset {e.start} "
+                        f"(line {line}) cannot be decoded", Span(shown, line, col, line, col + 1),
+                        "save the file as UTF-8 (identifiers are ASCII; comments and strings may hold "
+                        "any UTF-8 text)") from None
+
+
+# Run-time errors worded once, for the reference evaluator and native code alike (the two
+# must agree on every run-time error).
+
+def _dim_name(d: int) -> str:
+    return "xyc"[d] if d < 3 else f"dim {d}"
+
+
+def output_written_outside(output: str, d: int, lo: int, hi: int, buf_lo: int, buf_hi: int) -> HdslError:
+    return HdslError(f"output '{output}' is written at {_dim_name(d)} = {lo} .. {hi}, but the buffer covers "
+                     f"{_dim_name(d)} = {buf_lo} .. {buf_hi}", None,
+                     "make the output larger, or keep computed coordinates within it")
+
+
+def bound_too_small(func: str, var: str, lo: int, hi: int, bound_min: int, bound_extent: int,
+                    span: Span | None) -> HdslError:
+    """A bound(v, min, extent) directive that does not cover the region of `func` its
+    consumers (or the caller, for an output) need."""
+    return HdslError(f"'{func}' is needed at {var} = {lo} .. {hi}, but its bound({var}, {bound_min}, "
+                     f"{bound_extent}) covers {var} = {bound_min} .. {bound_min + bound_extent - 1}", span,
+                     "widen the bound, or shrink the output")

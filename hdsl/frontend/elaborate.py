@@ -341,7 +341,8 @@ class Elaborator:
         try:
             # a file next to this one is named as the user wrote it, relative like this file's name
             shown = os.path.normpath(here / item.target) if item.is_path else str(path)
-            text = path.read_text()
+            from hdsl.diagnostics import read_source
+            text = read_source(path, shown)
             self.texts.append(text)
             mod = parse(text, shown)
         except HdslError as e:
