@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import struct
+import tempfile
 import zlib
 from typing import NoReturn
 
@@ -208,7 +209,8 @@ def save_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
     - ``.npy``: any bool, integer or float array.
 
     Raises `ImageError` for an array the format cannot hold (with a hint) or
-    a file that cannot be written.  Does not create missing folders.
+    a file that cannot be written.  Does not create missing folders.  The file is
+    replaced atomically: a failed write leaves the old file as it was.
     """
     path = os.fspath(path)
     array = np.asarray(array)
@@ -286,11 +288,31 @@ def _check_image_shape(path: str, array: np.ndarray, kind: str,
 
 
 def _write(path: str, write) -> None:
+    """Write through a temporary file in the same folder, then rename it over `path`:
+    a full disk or a failing encoder leaves the old file (or none), never a truncated one."""
+    folder = os.path.dirname(path) or "."
+    tmp = None
     try:
-        with open(path, "wb") as file:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as file:
             write(file)
+        os.chmod(tmp, 0o666 & ~_umask())    # mkstemp's 0600: the permissions open() would give
+        os.replace(tmp, path)
+        tmp = None
     except OSError as error:
         _fail_os("write", path, error)
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _type_name(dtype: np.dtype) -> str:
@@ -383,6 +405,9 @@ def _fail_os(verb: str, path: str, error: OSError) -> NoReturn:
         hint = "check the path" if verb == "read" else "create the folder first"
     elif isinstance(error, IsADirectoryError):
         reason = "it is a folder"
+    elif isinstance(error, NotADirectoryError):
+        reason = "a part of its folder path is a file, not a folder"
+        hint = "choose another path, or move that file away"
     raise ImageError(f"cannot {verb} '{path}': {reason}", hint=hint) from None
 
 
