@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from hdsl.api import TARGETS
 from hdsl.diagnostics import HdslError
 from hdsl.ir.func import Pipeline
 
@@ -41,20 +42,50 @@ def c_name(p: Pipeline) -> str:
 
 def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", schedule: str | None = None,
                      emit: tuple[str, ...] = ("o", "h"), name: str | None = None) -> dict[str, Path]:
+    """Write the files `emit` asks for into `out_dir`. They are made in a temporary folder
+    inside it and moved into place at the end: a compilation that fails leaves no file
+    behind (and no file of an earlier run half overwritten)."""
+    for k in emit:
+        if k not in EMIT_KINDS:
+            raise HdslError(f"unknown --emit kind '{k}'", None, "kinds: " + ", ".join(EMIT_KINDS))
+    fast_math = target.endswith("-fast_math")
+    base_target = target[: -len("-fast_math")] if fast_math else target
+    native = [t for t in TARGETS if t != "interp"]
+    if base_target == "interp":
+        raise HdslError("'interp' is the reference evaluator: it runs pipelines but makes no code to "
+                        "compile ahead of time", None,
+                        "compile for " + ", ".join(native) + " (each may end in -fast_math); "
+                        "`hdsl run --target interp` runs the evaluator")
+    if base_target not in native:
+        raise HdslError(f"unknown target '{target}'", None,
+                        "hdsl compile targets: " + ", ".join(native) + " (each may end in -fast_math)")
+    name = name or c_name(p)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out))
+    except OSError as e:
+        raise HdslError(f"cannot write into '{out}': {e.strerror or e}", None,
+                        "choose another output folder with -o DIR") from None
+    try:
+        made = _compile_into(p, stage, base_target, fast_math, schedule, emit, name)
+        written = {}
+        for kind, path in made.items():
+            written[kind] = out / path.name
+            os.replace(path, written[kind])
+        return written
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, schedule: str | None,
+                  emit: tuple[str, ...], name: str) -> dict[str, Path]:
     from hdsl.codegen.c_header import header, wrapper
     from hdsl.codegen.llvm import generate, split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
     from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine
 
-    for k in emit:
-        if k not in EMIT_KINDS:
-            raise HdslError(f"unknown --emit kind '{k}'", None, "kinds: " + ", ".join(EMIT_KINDS))
-    fast_math = target.endswith("-fast_math")
-    base_target = target[: -len("-fast_math")] if fast_math else target
-    name = name or c_name(p)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     from hdsl.ir.expr import no_collection
     from hdsl.lower.loops import check_shifted, shift_requirements
     with no_collection():
@@ -82,7 +113,7 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         written["ll"] = out / f"{name}.ll"
         written["ll"].write_text(llvm_ir if not shifted else llvm_ir + "\n" + llvm_ir_shifted)
     if "h" in emit or "o" in emit or "so" in emit:
-        (out / f"{name}.h").write_text(header(p, name))
+        (out / f"{name}.h").write_text(header(p, name))      # (the C wrapper includes it)
         if "h" in emit:
             written["h"] = out / f"{name}.h"
     if not ({"o", "so", "s"} & set(emit)):
