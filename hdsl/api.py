@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError
+from hdsl.diagnostics import HdslError, read_source
 from hdsl.frontend.elaborate import check_source
 from hdsl.ir.func import Pipeline as PipelineIR
 from hdsl.ir.types import from_dtype
@@ -62,7 +62,11 @@ class Pipeline:
                             f"its named schedules: {names}")
         native = None
         if target != "interp":
+            from hdsl.lower.lower import choose_schedule
             from hdsl.runtime.native import NativePipeline
+            from hdsl.schedule.record import refuse_unsupported
+            # (before the compile cache, which skips lowering)
+            refuse_unsupported(choose_schedule(self.ir, schedule, base), base)
             native = NativePipeline(self.ir, schedule, target, use_cache)
         return Pipeline(self.ir, target, schedule, native)
 
@@ -123,18 +127,43 @@ class Pipeline:
             sizes.append(list(first.shape[:f.dims]))
         return sizes
 
-    def realize(self, sizes, **kwargs):
+    def realize(self, sizes, min=None, **kwargs):
+        """The outputs over a given size, (W, H[, C]) (one per output for several), whose
+        first point is `min`, (X, Y[, C]) (default all zeros; a dim left out is 0): the
+        output array's element [0, 0] is the pipeline's out(X, Y). A program that reads
+        img(x - 1, y) without a boundary condition runs on an output starting at x = 1."""
         inputs, params = self._bind(kwargs)
         if sizes and isinstance(sizes[0], (int, np.integer)):
             sizes = [list(sizes)] * len(self.ir.outputs)
-        return self._run(inputs, params, sizes)
+        return self._run(inputs, params, sizes, min)
 
-    def realize_into(self, out, **kwargs):
+    def origins(self, min) -> list[list[int]]:
+        """Each output's min coordinates from `min`: None (zeros), or (X, Y, ...) for every
+        output (dims left out are 0)."""
+        if min is None:
+            return [[0] * f.dims for f in self.ir.outputs]
+        try:
+            flat = [int(v) for v in min]
+        except (TypeError, ValueError):
+            raise HdslError(f"min={min!r}: give the first point's coordinates as whole numbers, "
+                            "e.g. min=(1, 1)", None) from None
+        if any(not (-2 ** 31 < v < 2 ** 31) for v in flat):
+            raise HdslError(f"min={tuple(flat)}: coordinates are 32-bit", None)
+        out = []
+        for f in self.ir.outputs:
+            if len(flat) > f.dims:
+                raise HdslError(f"output '{f.name}' has {f.dims} dimension{'s' if f.dims != 1 else ''}, but "
+                                f"the min given has {len(flat)}", None)
+            out.append(flat + [0] * (f.dims - len(flat)))
+        return out
+
+    def realize_into(self, out, min=None, **kwargs):
         """Compute into caller-owned arrays (one, or a tuple for several outputs), in the user's
         (H, W[, C]) layout; the output sizes are theirs. Reusing arrays avoids allocating (and
         the page faults of touching new memory) on every call. Native targets need x with
         stride 1: a row-major gray image, or a colour array whose channels are planes
-        (np.empty((C, H, W)).transpose(1, 2, 0))."""
+        (np.empty((C, H, W)).transpose(1, 2, 0)). `min`: the coordinates of each array's first
+        element, as in realize."""
         arrays = list(out) if isinstance(out, (tuple, list)) else [out]
         if len(arrays) != len(self.ir.outputs):
             raise HdslError(f"pipeline '{self.name}' has {len(self.ir.outputs)} outputs, but "
@@ -156,9 +185,10 @@ class Pipeline:
                     raise HdslError(f"{what} overlaps {other} in memory", None,
                                     "write into a separate array (outputs may not alias inputs or each other)")
         if self.native is not None:
-            self.native.run(inputs, params, sizes, [to_buffer_layout(a, a.ndim) for a in arrays])
+            self.native.run(inputs, params, sizes, [to_buffer_layout(a, a.ndim) for a in arrays],
+                            self.origins(min))
         else:
-            res = self._run(inputs, params, sizes)
+            res = self._run(inputs, params, sizes, min)
             for a, r in zip(arrays, res if isinstance(res, tuple) else (res,)):
                 a[...] = r
         return out
@@ -167,18 +197,23 @@ class Pipeline:
         inputs, params = self._bind(kwargs)
         return self._run(inputs, params, self.default_sizes(inputs))
 
-    def _run(self, inputs, params, sizes):
+    def _run(self, inputs, params, sizes, min=None):
         from hdsl.interp.evaluate import realize
+        from hdsl.lower.lower import choose_schedule
+        mins = self.origins(min)
         boxes = []
-        for f, size in zip(self.ir.outputs, sizes):
+        for f, size, origin in zip(self.ir.outputs, sizes, mins):
             size = [int(s) for s in size]
             if len(size) != f.dims:
                 raise HdslError(f"output '{f.name}' has {f.dims} dimensions, but the size given has {len(size)}", None)
-            boxes.append([(0, s) for s in size])
+            boxes.append(list(zip(origin, size)))
         if self.native is not None:
-            outs = [from_buffer_layout(r) for r in self.native.run(inputs, params, sizes)]
+            outs = [from_buffer_layout(r) for r in self.native.run(inputs, params, sizes, None, mins)]
             return outs[0] if len(outs) == 1 else tuple(outs)
-        results = realize(self.ir, inputs, params, boxes)
+        # the evaluator ignores schedules, but honours the chosen one's bound() directives
+        # (a bound smaller than the region needed is an error, as in native code)
+        sched = choose_schedule(self.ir, self.schedule)
+        results = realize(self.ir, inputs, params, boxes, schedule=sched)
         outs = [from_buffer_layout(r[0]) for r in results]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -195,7 +230,7 @@ def loads(text: str, filename: str = "<string>") -> Pipeline:
 def load(path: str | Path) -> Pipeline:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_source(path)
     except OSError as e:
         raise HdslError(f"cannot read {path}: {e.strerror}", None) from None
     return loads(text, str(path))

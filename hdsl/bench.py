@@ -6,6 +6,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 
 def compile_cold_and_cached(path: str | Path, target: str = "host", schedule: str | None = None):
     """Compile `path` with an empty compile cache, then again from that cache.
@@ -27,3 +29,16 @@ def compile_cold_and_cached(path: str | Path, target: str = "host", schedule: st
             else:
                 os.environ["HDSL_CACHE_DIR"] = old
     return compiled, cold, cached
+
+
+def output_arrays(pipeline, sizes) -> list[np.ndarray]:
+    """Arrays to realize into, one per output, in the user's (H, W[, C]) layout with x at
+    stride 1 as native code writes it (colour planar behind the view); sizes are (W, H[, C])."""
+    arrays = []
+    for f, size in zip(pipeline.ir.outputs, sizes):
+        dtype = f.values[0].type.dtype
+        if len(size) == 3:
+            arrays.append(np.empty((size[2], size[1], size[0]), dtype).transpose(1, 2, 0))
+        else:
+            arrays.append(np.empty(list(reversed(size[:2])) + list(size[2:]), dtype))
+    return arrays

@@ -19,12 +19,35 @@ from hdsl.diagnostics import HdslError, InternalError
 
 def _parse_assignments(items, what) -> dict[str, str]:
     out = {}
+    value = "PATH" if what == "input" else "VALUE"
     for item in items or []:
         if "=" not in item:
-            raise HdslError(f"--{what} '{item}' should be NAME=VALUE", None)
+            raise HdslError(f"--{what} '{item}' should be NAME={value}", None)
         k, v = item.split("=", 1)
-        out[k.strip()] = v
+        k = k.strip()
+        if k in out:
+            raise HdslError(f"--{what} {k}=… is given twice ({k}={out[k]} and {k}={v})", None,
+                            f"give each {what} once")
+        out[k] = v
     return out
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of --time and --runs: a count of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not a positive count (give 1 or more)")
+    return n
+
+
+def _int_list(option: str, text: str, form: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",")]
+    except ValueError:
+        raise HdslError(f"{option} '{text}' should be {form}", None) from None
 
 
 def _param_value(p, text: str):
@@ -44,20 +67,21 @@ def _param_value(p, text: str):
 def cmd_check(args) -> int:
     from hdsl.frontend.elaborate import check_source
     status = 0
+    from hdsl.diagnostics import read_source
     for path in args.files:
         try:
-            text = Path(path).read_text()
-        except OSError as e:
-            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
-            status = 1
-            continue
-        try:
+            text = read_source(path)
             p = check_source(text, path)
             if p is not None and args.lower:
                 lower_schedules(p)
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+            status = 1
         except HdslError as e:
             print(e.render(), file=sys.stderr)
             status = 1
+        else:
+            print(f"{path}: ok" + (" (every schedule lowers)" if args.lower and p is not None else ""))
     return status
 
 
@@ -67,12 +91,14 @@ def lower_schedules(p) -> None:
     store_at outside its compute_at, bounds it cannot infer...). Not by default: the reference
     evaluator runs programs the native compiler refuses, and lowering a deep pyramid left
     wholly inline (the default schedule) takes as long as compiling it. An error with no
-    position of its own points at its schedule block."""
+    position of its own points at its schedule block. The blocks of GPU targets (`schedule
+    cuda`, `schedule opengl`) are left out: they are never chosen for the CPU."""
     from hdsl.diagnostics import Diagnostic
     from hdsl.ir.expr import clear_interned, no_collection
     from hdsl.lower.lower import lower
+    from hdsl.schedule.record import GPU_SCHEDULES
     found = []
-    for name in list(p.schedules) or [None]:
+    for name in [n for n in p.schedules if n not in GPU_SCHEDULES] or [None]:
         block = p.schedules.get(name)
         try:
             with no_collection():
@@ -117,12 +143,20 @@ def cmd_run(args) -> int:
             raise HdslError(f"input '{name}' is {b.type} but {path} holds {arr.dtype} values", None,
                             f"declare the input as {_type_of(arr.dtype)}, or convert the image first")
         kwargs[name] = arr
+    missing = [b.name for b in p.ir.inputs if b.name not in given_inputs]
+    if missing:
+        raise HdslError(f"input '{missing[0]}' is missing", None,
+                        " ".join(f"--input {n}=PATH" for n in missing))
     params = {q.name: q for q in p.ir.params}
     for name, text in _parse_assignments(args.param, "param").items():
         if name not in params:
             raise HdslError(f"pipeline '{p.name}' has no param '{name}'", None,
                             "its params: " + (", ".join(params) or "(none)"))
         kwargs[name] = _param_value(params[name], text)
+    missing = [q.name for q in p.ir.params if q.name not in kwargs and q.default is None]
+    if missing:
+        raise HdslError(f"param '{missing[0]}' has no default and is not given", None,
+                        " ".join(f"--param {n}=VALUE" for n in missing))
 
     outputs = [(f.name, f) for f in p.ir.outputs]
     dests = {}
@@ -132,21 +166,21 @@ def cmd_run(args) -> int:
             if name not in dict(outputs):
                 raise HdslError(f"pipeline '{p.name}' has no output '{name}'", None,
                                 "its outputs: " + ", ".join(n for n, _ in outputs))
-            dests[name] = path
         else:
             if len(outputs) != 1:
                 raise HdslError(f"pipeline '{p.name}' has {len(outputs)} outputs; name each one", None,
                                 "--output " + " --output ".join(f"{n}=PATH" for n, _ in outputs))
-            dests[outputs[0][0]] = spec
+            name, path = outputs[0][0], spec
+        if name in dests:
+            raise HdslError(f"output '{name}' is given twice (--output {dests[name]} and {path})", None,
+                            "give each output one --output")
+        dests[name] = path
     if not dests:
         raise HdslError("no --output given", None, "e.g. --output out.png")
 
     inputs, pvals = p._bind(kwargs)
     if args.size:
-        try:
-            size = [int(s) for s in args.size.split(",")]
-        except ValueError:
-            raise HdslError(f"--size '{args.size}' should be W[,H[,C]]", None) from None
+        size = _int_list("--size", args.size, "W[,H[,C]]")
         if any(s <= 0 for s in size):
             raise HdslError(f"--size '{args.size}': every extent must be positive", None)
         sizes = []
@@ -157,26 +191,41 @@ def cmd_run(args) -> int:
             sizes.append(size[:f.dims])
     else:
         sizes = p.default_sizes(inputs)
+    origin = _int_list("--min", args.min, "X[,Y[,C]]") if args.min else None
 
-    runs = max(1, args.time or 1)
+    runs = args.time or 1
     times = []
     for _ in range(runs):
         t1 = time.perf_counter()
-        result = p._run(inputs, pvals, sizes)
+        result = p._run(inputs, pvals, sizes, origin)
         times.append(time.perf_counter() - t1)
     results = result if isinstance(result, tuple) else (result,)
     for (name, _), arr in zip(outputs, results):
         if name in dests:
-            try:
-                Path(dests[name]).parent.mkdir(parents=True, exist_ok=True)
-                save_image(dests[name], arr)
-            except ImageError as e:
-                raise HdslError(e.message, None, e.hint) from None
+            _save(dests[name], arr, save_image, ImageError)
     if args.time:
         cached = p.native is not None and p.native.timings.get("cached")
         print(f"compile: {compile_s * 1e3:.1f} ms" + (" (from the cache)" if cached else ""))
         print(f"run ({target}, {runs} runs): median {np.median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")
     return 0
+
+
+def _save(path: str, arr, save_image, ImageError) -> None:
+    """Write one output, making its folder; a path through a file is the user's error."""
+    folder = Path(path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((q for q in [folder, *folder.parents] if q.exists() and not q.is_dir()), folder)
+        raise HdslError(f"cannot write '{path}': '{blocker}' is a file, not a folder", None,
+                        "choose another --output path, or move that file away") from None
+    except OSError as e:
+        raise HdslError(f"cannot write '{path}': cannot create the folder '{folder}': {e.strerror or e}",
+                        None) from None
+    try:
+        save_image(path, arr)
+    except ImageError as e:
+        raise HdslError(e.message, None, e.hint) from None
 
 
 def cmd_bench(args) -> int:
@@ -205,24 +254,34 @@ def cmd_bench(args) -> int:
         if arr.ndim >= 3:         # planar storage behind the (H, W, C) view: x has stride 1
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0)).transpose(1, 2, 0)
         inputs[b.name] = arr
-    from hdsl.bench import compile_cold_and_cached
+    from hdsl.api import to_buffer_layout
+    from hdsl.bench import compile_cold_and_cached, output_arrays
     c, cold, cached = compile_cold_and_cached(args.file, args.target, args.schedule)
-    outs = c(**inputs)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    arrays = []
-    for o in outs:
-        a = np.empty(o.shape[2:3] + o.shape[:2], o.dtype).transpose(1, 2, 0) if o.ndim == 3 else np.empty_like(o)
-        arrays.append(a)
+    osize = _int_list("--output-size", args.output_size, "W[,H[,C]]") if args.output_size else []
+    if any(v <= 0 for v in osize):
+        raise HdslError(f"--output-size '{args.output_size}': every extent must be positive", None)
+    if all(len(osize) >= f.dims for f in c.ir.outputs):
+        sizes = [osize[:f.dims] for f in c.ir.outputs]
+    else:       # dims left out keep the default: the first input's extents
+        sizes = c.default_sizes({k: to_buffer_layout(v, v.ndim) for k, v in inputs.items()})
+        sizes = [(osize + s[len(osize):])[:len(s)] for s in sizes]
+    arrays = output_arrays(c, sizes)
     target = tuple(arrays) if len(arrays) > 1 else arrays[0]
     c.realize_into(target, **inputs)
     times = []
-    for _ in range(max(1, args.runs)):
+    for _ in range(args.runs):
         t0 = time.perf_counter()
         c.realize_into(target, **inputs)
         times.append(time.perf_counter() - t0)
-    mp = size[0] * size[1] / 1e6
+    out_size = sizes[0][:2]
+    if out_size != size[:2]:
+        print(f"{args.file}: input {size[0]}x{size[1]}, output {'x'.join(map(str, sizes[0]))}, "
+              f"target {args.target}, {len(times)} runs")
+        size = out_size + [1] * (2 - len(out_size))
+    else:
+        print(f"{args.file}: {size[0]}x{size[1]}, target {args.target}, {len(times)} runs")
+    mp = size[0] * size[1] / 1e6          # (of the first output)
     med = float(np.median(times))
-    print(f"{args.file}: {size[0]}x{size[1]}, target {args.target}, {len(times)} runs")
     print(f"compile: cold {cold:.2f} s, from the cache {cached * 1e3:.1f} ms")
     print(f"run: median {med * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms, {med * 1e3 / mp:.3f} ms per megapixel")
     return 0
@@ -260,7 +319,8 @@ def cmd_lower(args) -> int:
         return 0
     after = args.print_after or PASSES[-1]
     if after not in low.stages:
-        raise HdslError(f"unknown pass '{after}'", None, "passes: " + ", ".join(PASSES))
+        raise HdslError(f"unknown pass '{after}'", None,
+                        "--print-after takes one of: " + ", ".join(PASSES) + " (in the order they run)")
     print(stmt_str(low.stages[after]), end="")
     if args.timings:
         for name in PASSES:
@@ -280,53 +340,69 @@ def cmd_compile(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hdsl.lower.lower import PASSES
+    native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
     ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="check .hl files and print diagnostics")
-    c.add_argument("files", nargs="+")
+    c.add_argument("files", nargs="+", metavar="FILE", help="the .hl files to check")
     c.add_argument("--lower", action="store_true",
                    help="also lower every schedule block (no code generation): report what the native "
                         "compiler would refuse")
     c.set_defaults(fn=cmd_check)
     r = sub.add_parser("run", help="run a pipeline on image files")
-    r.add_argument("file")
-    r.add_argument("--input", action="append", metavar="NAME=PATH")
-    r.add_argument("--param", action="append", metavar="NAME=VALUE")
-    r.add_argument("--output", action="append", metavar="PATH|NAME=PATH")
-    r.add_argument("--size", metavar="W[,H[,C]]")
-    r.add_argument("--target", default="host", metavar="T",
-                   help="host (default), x86-64-avx2, x86-64-avx512 (each may end in -fast_math), or interp")
-    r.add_argument("--schedule", metavar="NAME")
-    r.add_argument("--time", type=int, metavar="N", help="run N times; print median and min")
+    r.add_argument("file", metavar="FILE", help="the .hl program")
+    r.add_argument("--input", action="append", metavar="NAME=PATH",
+                   help="the image (.png, .jpg, .npy) for input NAME; one per input")
+    r.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a value for param NAME (params with a default may be left out)")
+    r.add_argument("--output", action="append", metavar="PATH|NAME=PATH",
+                   help="where to write the output (.png, .jpg, .npy); NAME=PATH for each output of a "
+                        "multi-output pipeline")
+    r.add_argument("--size", metavar="W[,H[,C]]",
+                   help="the outputs' extents (default: the first input's)")
+    r.add_argument("--min", metavar="X[,Y[,C]]",
+                   help="the outputs' first coordinates (default 0,0): --min 1,1 --size W-2,H-2 runs a "
+                        "3x3 stencil that has no boundary condition")
+    r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)")
+    r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
+    r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
     r.set_defaults(fn=cmd_run)
     co = sub.add_parser("compile", help="compile ahead of time to an object file, shared library and C header")
-    co.add_argument("file")
-    co.add_argument("--target", default="host", metavar="T", help="host, x86-64-avx2 or x86-64-avx512 (-fast_math)")
-    co.add_argument("--schedule", metavar="NAME")
+    co.add_argument("file", metavar="FILE", help="the .hl program")
+    co.add_argument("--target", default="host", metavar="T", help=native)
+    co.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
     co.add_argument("--emit", default="o,h", metavar="KINDS", help="comma-separated: o,so,h,ll,s,stmt,html")
     co.set_defaults(fn=cmd_compile)
     be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
-    be.add_argument("file")
-    be.add_argument("--size", default="1024,1024", metavar="W,H[,C]")
-    be.add_argument("--target", default="host", metavar="T")
-    be.add_argument("--schedule", metavar="NAME")
-    be.add_argument("--runs", type=int, default=10, metavar="N")
+    be.add_argument("file", metavar="FILE", help="the .hl program")
+    be.add_argument("--size", default="1024,1024", metavar="W,H[,C]",
+                    help="the random inputs' extents (default 1024,1024; C defaults to 3)")
+    be.add_argument("--output-size", metavar="W[,H[,C]]",
+                    help="the outputs' extents (default: the first input's), e.g. for a pipeline whose "
+                         "output is smaller than its input")
+    be.add_argument("--target", default="host", metavar="T", help=native)
+    be.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
+    be.add_argument("--runs", type=_positive_int, default=10, metavar="N", help="timed runs (default 10)")
     be.set_defaults(fn=cmd_bench)
     lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
-    lo.add_argument("file")
-    lo.add_argument("--schedule", metavar="NAME")
-    lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"])
-    lo.add_argument("--print-after", metavar="PASS", help="show the loop nest after this pass")
+    lo.add_argument("file", metavar="FILE", help="the .hl program")
+    lo.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
+    lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"],
+                    help="the CPU to lower for (default host)")
+    lo.add_argument("--print-after", metavar="PASS",
+                    help="show the loop nest after this pass: " + ", ".join(PASSES) + f" (default {PASSES[-1]})")
     lo.add_argument("--shifted", action="store_true",
                     help="the form the JIT runs when every split output is at least a tile wide: last "
                          "tiles shifted inwards, not guarded")
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
     lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
                     help="print the loop nest after every pass (N >= 2: with timings)")
-    lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt")
+    lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt",
+                    help="stmt: the loop nest (default); llvm: LLVM IR; asm: assembly")
     lo.set_defaults(fn=cmd_lower)
     return ap
 

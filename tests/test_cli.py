@@ -201,3 +201,266 @@ def test_compile_writes_object_and_header(tmp_path, capsys):
     assert (tmp_path / "blur.o").stat().st_size > 0
     assert "int blur(struct hdsl_buffer *img, struct hdsl_buffer *out);" in (tmp_path / "blur.h").read_text()
     assert out.split() == [str(tmp_path / "blur.o"), str(tmp_path / "blur.h"), str(tmp_path / "blur.stmt")]
+
+
+def test_check_says_ok(tmp_path, capsys):
+    code, out, err = run(capsys, "check", BLUR)
+    assert code == 0 and err == "" and out == f"{BLUR}: ok\n"
+    code, out, _ = run(capsys, "check", "--lower", BLUR)
+    assert code == 0 and out == f"{BLUR}: ok (every schedule lowers)\n"
+
+
+LATIN1 = b"# caf\xe9 au lait\npipeline p\ninput img: u8[2]\noutput out: u8[2]\nalgorithm {\n    out(x, y) = img(x, y)\n}\n"
+
+
+def test_a_file_that_is_not_utf8_is_a_positioned_error(tmp_path, capsys, monkeypatch):
+    """`hdsl run` and `use "lib.hl"` read through the same check as `hdsl check`
+    (tests/error/not_utf8.hl): the first bad byte's offset, line and column, no traceback."""
+    monkeypatch.chdir(tmp_path)
+    Path("bad.hl").write_bytes(LATIN1)
+    code, _, err = run(capsys, "run", "bad.hl", "--input", f"img={GRAY16}", "--output", "o.png")
+    assert code == 1
+    assert err.startswith("bad.hl:1:6: error: this file is not UTF-8 text: byte 0xE9 at offset 5 (line 1) "
+                          "cannot be decoded\n")
+    Path("lib.hl").write_bytes(b"fn twice(v) {\n    return v * 2  # \xff\n}\n")
+    Path("main.hl").write_text('use "lib.hl"\npipeline m\ninput img: u8[2]\noutput out: u8[2]\n'
+                               "algorithm {\n    out(x, y) = twice(img(x, y))\n}\n")
+    code, _, err = run(capsys, "check", "main.hl")
+    assert code == 1 and "internal" not in err
+    assert "lib.hl:2:21: error: this file is not UTF-8 text: byte 0xFF at offset 34 (line 2)" in err
+
+
+def test_output_under_a_file_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "afile").write_text("not a folder")
+    code, _, err = run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", tmp_path / "afile" / "u.png")
+    assert code == 1 and "internal" not in err
+    assert f"error: cannot write '{tmp_path / 'afile' / 'u.png'}': '{tmp_path / 'afile'}' is a file, not a folder" in err
+
+
+@pytest.mark.parametrize("suffix", [".png", ".npy"])
+def test_a_failed_write_leaves_the_old_output(tmp_path, capsys, monkeypatch, suffix):
+    """A full disk mid-write (ENOSPC, simulated: the writer puts out part of the file, then
+    fails) used to leave a truncated PNG or an empty .npy over the good file. Outputs are
+    written to a temporary file in the same folder and renamed over the old one."""
+    import errno
+    from PIL import Image
+
+    out = tmp_path / f"o{suffix}"
+    assert run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", out)[0] == 0
+    good = out.read_bytes()
+
+    def full_disk(*args, **kwargs):
+        f = next(a for a in args if hasattr(a, "write"))
+        f.write(good[:100])
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(Image.Image, "save", lambda self, fp, **kw: full_disk(fp))
+    monkeypatch.setattr(np, "save", lambda fp, arr, **kw: full_disk(fp))
+    code, _, err = run(capsys, "run", BLUR, "--input", f"img={GRAY16}", "--output", out, "--target", "interp")
+    assert code == 1
+    assert f"error: cannot write '{out}': No space left on device" in err
+    assert out.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]     # no temporary file left
+
+
+SPEC = ROOT / "tests" / "correctness" / "programs" / "spec_blur.hl"
+
+
+def test_store_level_inside_the_compute_level_is_refused_everywhere(tmp_path, capsys):
+    """It passed `check --lower` and then failed in codegen ("unbound variable blur_x.min.0").
+    Halide requires a Func's store level to be its compute level or outside it
+    (Func::store_at: "the storage ... must be at least as far out as the compute level");
+    every command and target gives one positioned error."""
+    prog = tmp_path / "s.hl"
+    algorithm = SPEC.read_text().split("schedule {")[0]
+    prog.write_text(algorithm + "schedule {\n    out.tile(x, y, xi, yi, 64, 32)\n"
+                    "    blur_x.compute_at(out, yi).store_at(out, xi)\n}\n")
+    line = algorithm.count("\n") + 3
+    expected = (f"{prog}:{line}:32: error: 'blur_x' is stored at loop 'xi' of 'out', which does not enclose where it "
+                "is computed (at loop 'yi' of 'out')\n"
+                "        blur_x.compute_at(out, yi).store_at(out, xi)\n"
+                "                                   ^^^^^^^^^^^^^^^^^\n")
+    for args in (["check", "--lower", prog], ["compile", prog, "-o", tmp_path / "build"],
+                 ["run", prog, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png"],
+                 ["run", prog, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png", "--target", "interp"]):
+        code, _, err = run(capsys, *args)
+        assert code == 1 and err.startswith(expected), err
+    assert not (tmp_path / "o.png").exists() and not (tmp_path / "build").exists()
+
+
+def test_a_failed_compile_leaves_no_files(tmp_path, capsys, monkeypatch):
+    """A C compiler that is missing made `hdsl compile` fail after writing the header: a lone
+    blur.h. Files are made in a temporary folder and moved at the end; older files stay."""
+    out = tmp_path / "build"
+    out.mkdir()
+    (out / "blur.h").write_text("the old header")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    code, _, err = run(capsys, "compile", BLUR, "-o", out, "--emit", "o,h,stmt")
+    assert code == 1 and "cannot compile the C wrapper" in err
+    assert [p.name for p in out.iterdir()] == ["blur.h"] and (out / "blur.h").read_text() == "the old header"
+    monkeypatch.delenv("CC")
+    code, _, _ = run(capsys, "compile", BLUR, "-o", out, "--emit", "h")
+    assert code == 0 and "int blur(" in (out / "blur.h").read_text()
+    assert [p.name for p in out.iterdir()] == ["blur.h"]
+
+
+def test_compile_for_interp_says_what_to_do(tmp_path, capsys):
+    code, _, err = run(capsys, "compile", BLUR, "-o", tmp_path, "--target", "interp")
+    assert code == 1
+    assert err == ("error: 'interp' is the reference evaluator: it runs pipelines but makes no code to compile "
+                   "ahead of time\nhint: compile for host, x86-64-avx2, x86-64-avx512 (each may end in "
+                   "-fast_math); `hdsl run --target interp` runs the evaluator\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+PARAMS = """pipeline needs
+input img: u8[2]
+input mask: u8[2]
+param k: i32
+param gain: f32 = 2.0
+output out: u8[2]
+algorithm {
+    out(x, y) = img(x, y) + mask(x, y) + u8(k)
+}
+"""
+
+
+def test_hints_speak_cli(tmp_path, capsys, monkeypatch):
+    """The Python API's hints say `pass k=<value>`; on the command line they name options."""
+    monkeypatch.chdir(tmp_path)
+    Path("needs.hl").write_text(PARAMS)
+    save_image("a.png", np.zeros((4, 5), np.uint8))
+    code, _, err = run(capsys, "run", "needs.hl", "--output", "o.png")
+    assert code == 1 and err == "error: input 'img' is missing\nhint: --input img=PATH --input mask=PATH\n"
+    code, _, err = run(capsys, "run", "needs.hl", "--input", "img=a.png", "--input", "mask=a.png", "--output", "o.png")
+    assert code == 1 and err == "error: param 'k' has no default and is not given\nhint: --param k=VALUE\n"
+    code, _, err = run(capsys, "run", "needs.hl", "--input", "img=a.png", "--input", "mask=a.png",
+                       "--param", "k", "--output", "o.png")
+    assert code == 1 and err == "error: --param 'k' should be NAME=VALUE\n"
+    # a repeated option is an error, not the last one silently winning
+    code, _, err = run(capsys, "run", "needs.hl", "--input", "img=a.png", "--input", "img=b.png",
+                       "--input", "mask=a.png", "--param", "k=1", "--output", "o.png")
+    assert code == 1 and "error: --input img=… is given twice (img=a.png and img=b.png)" in err
+    code, _, err = run(capsys, "run", "needs.hl", "--input", "img=a.png", "--input", "mask=a.png",
+                       "--param", "k=1", "--output", "o.png", "--output", "p.png")
+    assert code == 1 and "error: output 'out' is given twice (--output o.png and p.png)" in err
+    assert not Path("o.png").exists()
+
+
+@pytest.mark.parametrize("args", [["run", BLUR, "--time", "0"], ["run", BLUR, "--time", "-3"],
+                                  ["bench", BLUR, "--runs", "0"]])
+def test_counts_must_be_positive(capsys, args):
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    assert e.value.code == 2
+    assert "is not a positive count (give 1 or more)" in capsys.readouterr().err
+
+
+def test_every_option_has_help():
+    import argparse
+    from hdsl.cli import build_parser
+    ap = build_parser()
+    subs = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, parser in [("hdsl", ap)] + list(subs.choices.items()):
+        for action in parser._actions:
+            if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) and not action.help:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, missing
+    assert {"check", "run", "compile", "bench", "lower"} <= set(subs.choices)
+
+
+def test_print_after_lists_the_passes(capsys):
+    from hdsl.lower.lower import PASSES
+    with pytest.raises(SystemExit):
+        main(["lower", "--help"])
+    assert ", ".join(PASSES).replace(" ", "") in capsys.readouterr().out.replace(" ", "").replace("\n", "")
+    code, _, err = run(capsys, "lower", BLUR, "--print-after", "nothing")
+    assert code == 1 and err == ("error: unknown pass 'nothing'\nhint: --print-after takes one of: "
+                                 + ", ".join(PASSES) + " (in the order they run)\n")
+
+
+def test_run_with_an_origin(tmp_path, capsys):
+    """--min X,Y: the spec's first program (no boundary condition) over the input's interior,
+    in native code and the evaluator, equal to NumPy (u16 arithmetic wraps, as in hdsl).
+    (At least one 256x32 tile of the spec's schedule wide: narrower, its vectorized blur_x
+    reads past the input, as Halide's would.)"""
+    img = np.random.RandomState(5).randint(0, 65536, (66, 300)).astype(np.uint16)
+    np.save(tmp_path / "in.npy", img)
+    spec = SPEC
+    for target in ("host", "interp"):
+        out = tmp_path / f"{target}.npy"
+        code, _, err = run(capsys, "run", spec, "--input", f"img={tmp_path / 'in.npy'}", "--min", "1,1",
+                           "--size", "298,64", "--output", out, "--target", target)
+        assert code == 0, err
+        bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3
+        assert np.array_equal(np.load(out), (bx[:-2] + bx[1:-1] + bx[2:]) // 3)
+    code, _, err = run(capsys, "run", spec, "--input", f"img={tmp_path / 'in.npy'}", "--min", "1,x",
+                       "--output", tmp_path / "o.npy")
+    assert code == 1 and err == "error: --min '1,x' should be X[,Y[,C]]\n"
+
+
+def test_bench_takes_output_sizes(capsys):
+    """camera_pipe's output is smaller than its raw input (the demosaic reads around each
+    pixel): with the input's size it cannot be benched; --output-size gives it its own."""
+    camera = ROOT / "examples" / "camera_pipe.hl"
+    code, out, err = run(capsys, "bench", camera, "--size", "160,128", "--output-size", "128,96,3", "--runs", "2")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"{camera}: input 160x128, output 128x96x3, target host, 2 runs"
+    assert lines[2].startswith("run: median ")
+    code, _, err = run(capsys, "bench", camera, "--size", "160,128", "--runs", "1")
+    assert code == 1 and "internal" not in err
+
+
+GPU = """pipeline g
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    out(x, y) = img(x, y) * 2
+}
+schedule {
+    out.tile(x, y, xi, yi, 16, 8).parallel(y)
+}
+schedule gpu {
+    out.gpu_tile(x, y, xi, yi, 16, 16)
+}
+schedule blocks {
+    out.split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi)
+}
+schedule auto
+"""
+
+
+def test_gpu_directives_and_schedule_auto_are_refused_on_the_cpu(tmp_path, capsys):
+    """They ran serially on the CPU, in silence. Until a GPU back end and an autoscheduler
+    exist, native compilation refuses them at the directive; the evaluator ignores schedules."""
+    prog = tmp_path / "g.hl"
+    prog.write_text(GPU)
+    io = ["--input", f"img={GRAY16}", "--output", tmp_path / "o.png"]
+    code, _, err = run(capsys, "run", prog, *io, "--schedule", "gpu")
+    assert code == 1
+    assert err.startswith(f"{prog}:11:5: error: 'gpu_tile' maps loops onto a GPU, but target 'host' is a CPU and "
+                          "hdsl has no GPU back end yet\n        out.gpu_tile(x, y, xi, yi, 16, 16)\n")
+    code, _, err = run(capsys, "run", prog, *io, "--schedule", "blocks")
+    assert code == 1 and err.count("maps loops onto a GPU") == 2
+    code, _, err = run(capsys, "run", prog, *io, "--schedule", "auto")
+    assert code == 1 and err.startswith(f"{prog}:16:1: error: 'schedule auto' asks for the automatic scheduler, "
+                                        "which hdsl does not have yet")
+    code, _, err = run(capsys, "check", "--lower", prog)
+    assert code == 1 and err.count("error:") == 4
+    code, _, err = run(capsys, "compile", prog, "--schedule", "gpu", "-o", tmp_path / "build")
+    assert code == 1 and "maps loops onto a GPU" in err
+    # the evaluator and the CPU schedule run
+    assert run(capsys, "run", prog, *io, "--schedule", "gpu", "--target", "interp")[0] == 0
+    assert run(capsys, "run", prog, *io)[0] == 0
+    assert np.array_equal(load_image(tmp_path / "o.png"), load_image(GRAY16) * np.uint16(2))
+
+
+def test_the_spec_programs_cuda_block_is_not_run_on_the_cpu(capsys, tmp_path):
+    """Section 1's program has `schedule cuda { out.gpu_tile(...) }`: chosen only when
+    compiling for CUDA, skipped by `check --lower`, refused when named for the CPU."""
+    spec = SPEC
+    assert run(capsys, "check", "--lower", spec)[0] == 0
+    code, _, err = run(capsys, "run", spec, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png",
+                       "--schedule", "cuda")
+    assert code == 1 and "hint: this block is for a GPU target: run the CPU schedule instead" in err

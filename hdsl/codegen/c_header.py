@@ -182,7 +182,18 @@ def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None 
                  f'{name}__dims[info[1]], (long long)info[2], (long long)info[3], {name}__dims[info[1]], '
                  '(long long)b->min[info[1]], (long long)(b->min[info[1]] + b->extent[info[1]] - 1));')
     lines.append("    } else if (r == HDSL_ERROR_BOUND) {")
-    lines.append(f'        snprintf({name}__message, sizeof {name}__message, "a bound() directive is smaller than the '
+    # info: the Func (its place in topological order, as lowering numbers it), the dim, the region
+    from hdsl.ir.func import topo_order
+    funcs = topo_order(p.outputs)
+    quoted = lambda items: ", ".join(f'"{t}"' for t in items) or "0"     # noqa: E731
+    firsts = [sum(g.dims for g in funcs[:i]) for i in range(len(funcs))]
+    lines.append(f"        static const char *funcs[] = {{{quoted(g.name for g in funcs)}}};")
+    lines.append(f"        static const char *vars[] = {{{quoted(a for g in funcs for a in g.args)}}};")
+    lines.append(f"        static const int first_var[] = {{{', '.join(map(str, firsts)) or '0'}}};")
+    lines.append(f"        if (info[0] >= 0 && info[0] < {len(funcs)}) snprintf({name}__message, sizeof {name}__message, "
+                 '"\'%s\' is needed at %s = %lld .. %lld, more than its bound() directive covers", funcs[info[0]], '
+                 "vars[first_var[info[0]] + info[1]], (long long)info[2], (long long)info[3]);")
+    lines.append(f'        else snprintf({name}__message, sizeof {name}__message, "a bound() directive is smaller than the '
                  'region the pipeline needs");')
     lines.append("    } else if (r == HDSL_ERROR_BUFFER_TOO_LARGE) {")
     all_names = names + outs

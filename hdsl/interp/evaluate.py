@@ -20,6 +20,11 @@ Decisions where the spec is silent (Halide's behaviour, checked against it):
   true/false.
 - rdom bounds may read inputs but not Funcs; a Func that reads itself
   through another Func (an update reading a Func that reads it) is an error.
+- `bound(v, min, extent)` is the one directive with a meaning of its own: the
+  Func is computed over exactly that range, and a consumer (or the caller, for
+  an output) needing more of it is an error, as in native code and Halide.
+- An output whose updates write (or whose consumers read) outside the region
+  asked for is an error, as in native code: nothing is silently dropped.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import sys
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError, InternalError
+from hdsl.diagnostics import HdslError, InternalError, bound_too_small, output_written_outside
 from hdsl.interp.scalar import binop_values, cast_values, intrinsic_values, unary_values
 from hdsl.ir.bounds import BoundsEnv, interval, narrow_by_predicate
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
@@ -50,8 +55,14 @@ class Realization:
 
 class Evaluator:
     def __init__(self, pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str, object],
-                 out=None):
+                 out=None, schedule=None):
         self.p = pipeline
+        # bound() directives of the chosen schedule, by Func name (inlining copies Funcs)
+        self.bounds: dict[str, list] = {}
+        if schedule is not None:
+            for fid, ds in schedule.directives.items():
+                name = schedule.funcs[fid].name
+                self.bounds[name] = [d for d in ds if d.name == "bound"]
         self.out = out or sys.stdout
         self.buffers: dict[int, np.ndarray] = {}     # id(InputBuffer) -> array indexed [x, y, c, ...]
         for b in pipeline.inputs:
@@ -83,6 +94,7 @@ class Evaluator:
             box = boxes.get(id(f))
             if box is None:
                 raise InternalError(f"no region for {f.name}")
+            self._apply_bounds(f, box)
             self._extend_with_updates(f, box)
             self._check_finite(f, box)
             for stage_env, exprs in self._stages(f, box):
@@ -163,6 +175,19 @@ class Evaluator:
                 env.rvars[(id(u.rdom), k)] = (lo, lo + ext - 1)
             exprs = u.args + u.values + ([u.rdom.predicate] if u.rdom and u.rdom.predicate is not None else [])
             yield env, exprs
+
+    def _apply_bounds(self, f: Func, box):
+        """bound(v, min, extent): the region needed must lie within it, and is then exactly it."""
+        for d in self.bounds.get(f.name, ()):
+            var = d.args[0]
+            k = f.args.index(var)
+            lo, ext = self.scalar_value(d.args[1]), self.scalar_value(d.args[2])
+            need_lo, need_hi = box[k]
+            if math.isinf(need_lo) or math.isinf(need_hi):
+                continue        # (unbounded: reported as such below)
+            if need_lo <= need_hi and (need_lo < lo or need_hi > lo + ext - 1):
+                raise bound_too_small(f.name, var, int(need_lo), int(need_hi), lo, ext, d.span)
+            box[k] = [lo, lo + ext - 1]
 
     def _extend_with_updates(self, f: Func, box):
         for _ in range(2):      # the LHS footprint can widen the pure ranges the self-reads use
@@ -479,9 +504,10 @@ class _TooLarge(Exception):
 
 
 def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str, object],
-            boxes: list[list[tuple[int, int]]], out=None) -> list[list[np.ndarray]]:
-    """Realize every output over its box [(min, extent) per dim]; arrays are indexed [x, y, ...]."""
-    ev = Evaluator(pipeline, inputs, params, out)
+            boxes: list[list[tuple[int, int]]], out=None, schedule=None) -> list[list[np.ndarray]]:
+    """Realize every output over its box [(min, extent) per dim]; arrays are indexed [x, y, ...].
+    `schedule`: the Schedule whose bound() directives apply (the others change no value)."""
+    ev = Evaluator(pipeline, inputs, params, out, schedule)
     init = {}
     for f, box in zip(pipeline.outputs, boxes):
         init[id(f)] = [[lo, lo + ext - 1] for lo, ext in box]
@@ -503,10 +529,13 @@ def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str,
             if big.func.name in inlined or len(inlined) >= 64:
                 raise HdslError(f"'{big.func.name}' is needed over an unbounded region", big.func.span) from None
             inlined.add(big.func.name)
-            ev = Evaluator(inline_funcs(pipeline, inlined), inputs, params, out)
+            ev = Evaluator(inline_funcs(pipeline, inlined), inputs, params, out, schedule)
             init = {id(g): [list(b) for b in box] for g, box in zip(ev.p.outputs, out_boxes)}
     out_arrays = []
     for f, r, box in zip(pipeline.outputs, results, boxes):
+        for d, ((lo, ext), m, e) in enumerate(zip(box, r.mins, r.extents)):
+            if m < lo or m + e > lo + ext:
+                raise output_written_outside(f.name, d, m, m + e - 1, lo, lo + ext - 1)
         sl = tuple(slice(lo - m, lo - m + ext) for (lo, ext), m in zip(box, r.mins))
         out_arrays.append([a[sl] for a in r.arrays])
     return out_arrays

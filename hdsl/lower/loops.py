@@ -303,6 +303,16 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                             "run this schedule with --target interp, or remove the directive")
 
 
+def bound_func_index(outputs: list[Func], f: Func) -> int:
+    """f's place in the pipeline's Funcs (topological order): how the error of a bound()
+    directive names its Func to the runtime, which finds the directive from it."""
+    from hdsl.ir.func import topo_order
+    for i, g in enumerate(topo_order(outputs)):
+        if g is f:
+            return i
+    return -1
+
+
 class LoopBuilder:
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
@@ -435,7 +445,8 @@ class LoopBuilder:
             bmax = sub(add(blo, bext), I(1))
             checks.append(Assert(BinOp("&&", BinOp("<=", blo, V(f"{f.name}.{a}.req.min"), BOOL),
                                        BinOp(">=", bmax, V(f"{f.name}.{a}.req.max"), BOOL), BOOL),
-                                 ERR_BOUND_DIRECTIVE, ()))
+                                 ERR_BOUND_DIRECTIVE, (I(bound_func_index(self.outputs, f)), I(dim),
+                                                       V(f"{f.name}.{a}.req.min"), V(f"{f.name}.{a}.req.max"))))
             region[dim] = [blo, bmax]
         if slide is not None and not self.defs[id(f)].updates:
             self.slid = self.slide(f, region, slide)

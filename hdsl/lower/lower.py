@@ -22,6 +22,7 @@ from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, 
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
                               loop_names)
 from hdsl.lower.symbolic import box_of
+from hdsl.schedule.record import refuse_unsupported
 
 PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops", "hoist_invariants")
 
@@ -219,6 +220,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
     valid only for outputs at least as wide as the split factors (loops.shift_requirements)."""
     clear_interned()       # expressions are hash-consed per lowering
     sched = choose_schedule(p, schedule, target)
+    refuse_unsupported(sched, target)
     stages, timings = {}, {}
 
     check = os.environ.get("HDSL_VERIFY") == "1"

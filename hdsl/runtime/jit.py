@@ -46,14 +46,15 @@ class BufferStruct(ctypes.Structure):
                 ("stride", ctypes.c_int64 * MAX_DIMS)]
 
 
-def make_buffer(arr: np.ndarray) -> BufferStruct:
-    """A buffer struct over `arr`, already in [x, y, c, ...] index order."""
+def make_buffer(arr: np.ndarray, mins=None) -> BufferStruct:
+    """A buffer struct over `arr`, already in [x, y, c, ...] index order, whose first element
+    is at coordinates `mins` (default zeros)."""
     b = BufferStruct()
     b.host = arr.ctypes.data
     b.dims = arr.ndim
     b.elem_bytes = arr.itemsize
     for d in range(arr.ndim):
-        b.min[d] = 0
+        b.min[d] = mins[d] if mins else 0
         b.extent[d] = arr.shape[d]
         b.stride[d] = arr.strides[d] // arr.itemsize
     if arr.ndim and arr.shape[0] == 1:

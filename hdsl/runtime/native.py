@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError
+from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
 
@@ -116,9 +116,11 @@ class NativePipeline:
     def llvm_ir(self) -> str:
         return self.primary.llvm_ir
 
-    def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes, into=None) -> list[np.ndarray]:
+    def run(self, inputs: dict[str, np.ndarray], params: dict[str, object], sizes, into=None,
+            mins=None) -> list[np.ndarray]:
         """inputs are in [x, y, c] index order; returns outputs in [x, y, c] order (written into
-        `into`, [x, y, c] views of caller arrays, when given)."""
+        `into`, [x, y, c] views of caller arrays, when given). mins: each output's first
+        coordinates (default zeros)."""
         from hdsl.runtime.jit import make_buffer
         keep = []
         ptrs = []
@@ -145,7 +147,7 @@ class NativePipeline:
                     raise HdslError(f"the array for output '{f.name}' must have stride 1 in x", None,
                                     "use a row-major gray image, or planar colour: "
                                     "np.empty((C, H, W), dtype).transpose(1, 2, 0)")
-                s = make_buffer(view)
+                s = make_buffer(view, mins[k] if mins else None)
                 keep.append((view, s))
                 ptrs.append(ctypes.addressof(s))
                 outs.append(view)
@@ -153,16 +155,34 @@ class NativePipeline:
             # [x, y, c] with x densest (the generated code writes x with stride 1): a gray
             # image is the user's (H, W) row-major array; colour is planar
             view = np.empty([int(n) for n in size], dtype=t.dtype, order="F")
-            s = make_buffer(view)
+            s = make_buffer(view, mins[k] if mins else None)
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
         code, info = self.variant(sizes).fn(ptrs)
         if code != 0:
-            raise self.error(code, info, inputs, sizes)
+            raise self.error(code, info, inputs, sizes, mins, params)
         return outs
 
-    def error(self, code: int, info, inputs, sizes) -> HdslError:
+    def bound_error(self, info, inputs, params) -> HdslError:
+        """info: the Func (its index in topological order), the dim, the region needed."""
+        from hdsl.interp.evaluate import Evaluator
+        from hdsl.ir.func import topo_order
+        from hdsl.lower.lower import choose_schedule
+        funcs = topo_order(self.p.outputs)
+        sched = choose_schedule(self.p, self.schedule, self.target)
+        if sched is not None and 0 <= info[0] < len(funcs) and 0 <= info[1] < funcs[info[0]].dims:
+            f = funcs[info[0]]
+            var = f.args[info[1]]
+            for d in sched.for_func(f):
+                if d.name == "bound" and d.args[0] == var:
+                    ev = Evaluator(self.p, inputs, params)
+                    return bound_too_small(f.name, var, info[2], info[3], ev.scalar_value(d.args[1]),
+                                           ev.scalar_value(d.args[2]), d.span)
+        return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
+                         "widen the bound, or shrink the output")
+
+    def error(self, code: int, info, inputs, sizes, mins=None, params=None) -> HdslError:
         if code == ERR_INPUT_BOUNDS:
             b = self.p.inputs[info[0]]
             d = info[1]
@@ -174,12 +194,10 @@ class NativePipeline:
         if code == ERR_OUTPUT_BOUNDS:
             f = self.p.outputs[info[0]]
             d = info[1]
-            return HdslError(f"output '{f.name}' is written at {_dim(d)} = {info[2]} .. {info[3]}, but the buffer "
-                             f"covers {_dim(d)} = 0 .. {sizes[info[0]][d] - 1}", None,
-                             "make the output larger, or keep computed coordinates within it")
+            lo = mins[info[0]][d] if mins else 0
+            return output_written_outside(f.name, d, info[2], info[3], lo, lo + sizes[info[0]][d] - 1)
         if code == ERR_BOUND_DIRECTIVE:
-            return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
-                             "widen the bound, or shrink the output")
+            return self.bound_error(info, inputs, params)
         if code == 4:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:

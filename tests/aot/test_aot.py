@@ -158,3 +158,31 @@ def test_split_outputs_get_a_shifted_form_chosen_by_size(built, tmp_path):
         out = np.zeros_like(img)
         assert lib.blur(ctypes.byref(make_buffer(img.T)), ctypes.byref(make_buffer(out.T))) == 0
         assert np.array_equal(out, p(img=img)), (w, h)
+
+
+def test_bound_too_small_names_the_func_and_region_from_c(tmp_path):
+    """Error code 3 from C names the Func, its var and the region needed, as the JIT and the
+    evaluator do (tests/correctness/test_bounds.py)."""
+    p = hdsl.loads("""pipeline bounded
+input img: u8[2]
+output out: u8[2]
+algorithm {
+    f(x, y) = img(x, y) + 1
+    out(x, y) = f(x, y) + f(x + 1, y)
+}
+schedule {
+    f.compute_root().bound(x, 0, 8)
+}
+""", "bounded.hl")
+    lib = ctypes.CDLL(str(compile_to_files(p.ir, tmp_path, emit=("so",))["so"]))
+    lib.bounded_error_message.restype = ctypes.c_char_p
+    img = np.arange(80, dtype=np.uint8).reshape(8, 10)
+    out = np.zeros((8, 8), np.uint8)
+    bin_, bout = make_buffer(img.T), make_buffer(out.T)
+    assert lib.bounded(ctypes.byref(bin_), ctypes.byref(bout)) == 3
+    assert lib.bounded_error_message().decode() == \
+        "'f' is needed at x = 0 .. 8, more than its bound() directive covers"
+    out7 = np.zeros((8, 7), np.uint8)
+    bout = make_buffer(out7.T)
+    assert lib.bounded(ctypes.byref(bin_), ctypes.byref(bout)) == 0
+    assert np.array_equal(out7, (img[:, :7] + np.uint8(1)) + (img[:, 1:8] + np.uint8(1)))

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import assert_same, program, rand_image
+from hdsl import HdslError
+
+from .helpers import assert_same, load, program, rand_image
 
 
 def g_ref(i):
@@ -252,10 +254,17 @@ algorithm {
 }
 """)
     v = np.arange(10, dtype=np.int32)
-    a, b = p.realize((4,), v=v)
     c = np.cumsum(v * 2).astype(np.int32)
-    assert_same(a, c[:4])
-    assert_same(b, c[3:7] - c[:4])
+    for q in (p, p.compile("host")):
+        a, b = q.realize([[10], [7]], v=v)
+        assert_same(a, c)
+        assert_same(b, c[3:10] - c[:7])
+        # a's update writes a(1 .. 9), and b reads a(x + 3): an output a's buffer does not
+        # hold is an error in the evaluator as in native code (as in Halide), not a larger
+        # region computed and cut down in silence
+        with pytest.raises(HdslError) as e:
+            q.realize((4,), v=v)
+        assert str(e.value).startswith("error: output 'a' is written at x = 0 .. 9, but the buffer covers x = 0 .. 3")
 
 
 def test_rdom_bounds_from_an_input_and_bad_bounds():
@@ -279,3 +288,99 @@ algorithm {
     with pytest.raises(hdsl.HdslError) as e:
         program(src.replace("BOUND", "n(0)")).realize((2,), v=v)
     assert "the bounds of rdom 'r' read Func 'n'" in str(e.value)
+
+
+BOUNDED = """
+pipeline bounded
+input img: u8[2]
+param w: i32 = 8
+output out: u8[2]
+algorithm {
+    f(x, y) = img(x, y) + 1
+    out(x, y) = f(x, y) + f(x + 1, y)
+}
+schedule {
+    f.compute_root().bound(x, 0, w)
+}
+schedule on_output {
+    out.bound(x, 0, 4)
+}
+"""
+
+
+def test_bound_too_small_is_the_same_error_in_the_evaluator_and_native_code():
+    """Halide's Func::bound: "If the bounds are smaller than the region actually required, an
+    error is thrown at runtime" (Func.h). out needs f at x = 0 .. 8 for 8 columns; the bound
+    covers 0 .. 7. The evaluator used to ignore bound() and return values; both now name the
+    Func, the var, the region needed and the bound, at the directive."""
+    p = program(BOUNDED, "bounded.hl")
+    img = np.arange(80, dtype=np.uint8).reshape(8, 10)
+    expected = ("bounded.hl:11:5: error: 'f' is needed at x = 0 .. 8, but its bound(x, 0, 8) covers x = 0 .. 7\n"
+                "        f.compute_root().bound(x, 0, w)\n")
+    for q in (p, p.compile("host")):
+        with pytest.raises(HdslError) as e:
+            q.realize((8, 8), img=img)
+        assert str(e.value).startswith(expected)
+        assert "hint: widen the bound, or shrink the output" in str(e.value)
+        # 7 columns need f at x = 0 .. 7: within the bound, and the values are those of no bound
+        ref = (img[:, :7] + np.uint8(1)) + (img[:, 1:8] + np.uint8(1))
+        assert_same(q.realize((7, 8), img=img), ref)
+        # a param bound: widened, the 8 columns run
+        assert_same(q.realize((8, 8), img=img, w=9), (img[:, :8] + np.uint8(1)) + (img[:, 1:9] + np.uint8(1)))
+    # on an output: the caller asks for more than the bound allows
+    for q in (p.compile("interp", schedule="on_output"), p.compile("host", schedule="on_output")):
+        with pytest.raises(HdslError) as e:
+            q.realize((5, 8), img=img)
+        assert str(e.value).startswith("bounded.hl:14:5: error: 'out' is needed at x = 0 .. 4, but its "
+                                       "bound(x, 0, 4) covers x = 0 .. 3")
+
+
+HISTOGRAM = """
+pipeline hist
+input img: u8[2]
+output h: i32[1]
+algorithm {
+    rdom r = [0..img.width, 0..img.height]
+    h(i) = 0
+    h(i32(img(r.x, r.y))) += 1
+}
+"""
+
+
+def test_histogram_written_past_its_output_is_the_same_error_everywhere():
+    """A 100-bin output whose update writes bins 0 .. 255: native code reported it, the
+    evaluator computed 256 bins and returned the first 100 (losing counts in silence).
+    Halide checks an output buffer against the region its updates write (the same error)."""
+    p = program(HISTOGRAM, "hist.hl")
+    img = (np.arange(64, dtype=np.int64).reshape(8, 8) * 37 % 256).astype(np.uint8)
+    for q in (p, p.compile("host")):
+        with pytest.raises(HdslError) as e:
+            q.realize((100,), img=img)
+        assert str(e.value) == ("error: output 'h' is written at x = 0 .. 255, but the buffer covers x = 0 .. 99\n"
+                                "hint: make the output larger, or keep computed coordinates within it")
+        assert_same(q.realize((256,), img=img), np.bincount(img.ravel(), minlength=256).astype(np.int32))
+
+
+def test_outputs_with_an_origin_run_a_stencil_without_a_boundary_condition():
+    """The spec's first program reads img(x - 1, y - 1) and img(x + 1, y + 1): on an output
+    whose first point is (1, 1) and that is 2 smaller, it reads exactly the input. Checked
+    against NumPy (u16 arithmetic wraps, as in hdsl) in the evaluator and native code, through
+    realize(min=...) and realize_into(min=...); Halide's Buffer::set_min is the same idea."""
+    p = load("spec_blur")     # (its 256x32 tiles: an input at least one tile wide)
+    img = np.random.RandomState(3).randint(0, 65536, (37, 300)).astype(np.uint16)
+    bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3
+    ref = (bx[:-2] + bx[1:-1] + bx[2:]) // 3
+    for q in (p, p.compile("host")):
+        assert_same(q.realize((298, 35), min=(1, 1), img=img), ref)
+        # a window further in: the output's element [0, 0] is out(5, 3)
+        assert_same(q.realize((20, 10), min=(5, 3), img=img), ref[2:12, 4:24])
+        into = np.zeros((35, 298), np.uint16)
+        q.realize_into(into, min=(1, 1), img=img)
+        assert_same(into, ref)
+        # at the default origin the stencil reads img(-1, y)
+        with pytest.raises(HdslError) as e:
+            q.realize((298, 35), img=img)
+        assert "input 'img' is read at x = -1 .. 298, but the buffer covers x = 0 .. 299" in str(e.value)
+        with pytest.raises(HdslError) as e:
+            q.realize((298, 35), min=(1, 1, 0), img=img)
+        assert "output 'out' has 2 dimensions, but the min given has 3" in str(e.value)
