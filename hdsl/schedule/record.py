@@ -3,7 +3,10 @@
 A schedule never changes a result, so every check here is about whether the
 directive makes sense: the Func and vars exist, arities and argument kinds
 match, `compute_at` names a consumer, reductions are not raced.
-The compiler executes what is recorded; the reference evaluator ignores it.
+The compiler executes what is recorded; the reference evaluator ignores it
+(but for `bound`, whose region it honours). A Func's storage must enclose its
+computation; GPU directives and `schedule auto` are refused on the CPU
+(`refuse_unsupported`).
 """
 from __future__ import annotations
 
