@@ -267,9 +267,10 @@ SPEC = ROOT / "tests" / "correctness" / "programs" / "spec_blur.hl"
 
 def test_store_level_inside_the_compute_level_is_refused_everywhere(tmp_path, capsys):
     """It passed `check --lower` and then failed in codegen ("unbound variable blur_x.min.0").
-    Halide requires a Func's store level to be its compute level or outside it
-    (Func::store_at: "the storage ... must be at least as far out as the compute level");
-    every command and target gives one positioned error."""
+    Halide's validate_schedule (src/ScheduleFunctions.cpp) accepts a store_at site only if it
+    comes before the compute_at site among the loops around every use (the store level
+    encloses the compute level), else "Func ... is computed at the following invalid
+    location"; every command and target gives one positioned error."""
     prog = tmp_path / "s.hl"
     algorithm = SPEC.read_text().split("schedule {")[0]
     prog.write_text(algorithm + "schedule {\n    out.tile(x, y, xi, yi, 64, 32)\n"

@@ -309,8 +309,9 @@ schedule on_output {
 
 
 def test_bound_too_small_is_the_same_error_in_the_evaluator_and_native_code():
-    """Halide's Func::bound: "If the bounds are smaller than the region actually required, an
-    error is thrown at runtime" (Func.h). out needs f at x = 0 .. 8 for 8 columns; the bound
+    """Halide's Func::bound (src/Func.h, its doc comment): "If bounds inference decides that it
+    requires more of this function than the bounds you have stated, a runtime error will
+    occur when you try to run your pipeline." out needs f at x = 0 .. 8 for 8 columns; the bound
     covers 0 .. 7. The evaluator used to ignore bound() and return values; both now name the
     Func, the var, the region needed and the bound, at the directive."""
     p = program(BOUNDED, "bounded.hl")
@@ -350,7 +351,9 @@ algorithm {
 def test_histogram_written_past_its_output_is_the_same_error_everywhere():
     """A 100-bin output whose update writes bins 0 .. 255: native code reported it, the
     evaluator computed 256 bins and returned the first 100 (losing counts in silence).
-    Halide checks an output buffer against the region its updates write (the same error)."""
+    Halide checks an output buffer against the region its updates touch and fails with
+    halide_error_access_out_of_bounds ("h is accessed at 255, which is beyond the max (99)",
+    src/runtime/errors.cpp)."""
     p = program(HISTOGRAM, "hist.hl")
     img = (np.arange(64, dtype=np.int64).reshape(8, 8) * 37 % 256).astype(np.uint8)
     for q in (p, p.compile("host")):
@@ -365,7 +368,8 @@ def test_outputs_with_an_origin_run_a_stencil_without_a_boundary_condition():
     """The spec's first program reads img(x - 1, y - 1) and img(x + 1, y + 1): on an output
     whose first point is (1, 1) and that is 2 smaller, it reads exactly the input. Checked
     against NumPy (u16 arithmetic wraps, as in hdsl) in the evaluator and native code, through
-    realize(min=...) and realize_into(min=...); Halide's Buffer::set_min is the same idea."""
+    realize(min=...) and realize_into(min=...), as Halide runs a pipeline into a buffer whose
+    mins were moved with Buffer::set_min (python_bindings PyBuffer.cpp, "set_min")."""
     p = load("spec_blur")     # (its 256x32 tiles: an input at least one tile wide)
     img = np.random.RandomState(3).randint(0, 65536, (37, 300)).astype(np.uint16)
     bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3
