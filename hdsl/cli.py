@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the outputs' extents (default: the first input's)")
     r.add_argument("--min", metavar="X[,Y[,C]]",
                    help="the outputs' first coordinates (default 0,0): --min 1,1 --size W-2,H-2 runs a "
-                        "3x3 stencil that has no boundary condition")
+                        "3x3 stencil that has no boundary condition (negative ones: --min=-4,-4)")
     r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)")
     r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
