@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError, InternalError
+from hdsl.diagnostics import HdslError, InternalError, read_source
 
 
 def _parse_assignments(items, what) -> dict[str, str]:
@@ -67,7 +67,6 @@ def _param_value(p, text: str):
 def cmd_check(args) -> int:
     from hdsl.frontend.elaborate import check_source
     status = 0
-    from hdsl.diagnostics import read_source
     for path in args.files:
         try:
             text = read_source(path)

@@ -432,12 +432,12 @@ class _Recorder:
             where = "at the root" if cd.name == "compute_root" else f"at loop '{cd.args[1]}' of '{cd.args[0].name}'"
             at = "at the root" if st.name == "store_root" else f"at loop '{st.args[1]}' of '{st.args[0].name}'"
             outer = ("store_root()" if cd.name == "compute_root" else
-                     f"store_at({cd.args[0].name}, {cd.args[1]}), a loop outside it, or store_root()")
+                     f"store_at({cd.args[0].name}, {cd.args[1]}), a loop around that one, or store_root()")
             call = calls.get(id(st.span))
             self.el.sink.error(f"'{f.name}' is stored {at}, which does not enclose where it is computed "
                                f"({where})", directive_span(call) if call is not None else st.span,
-                               f"its storage must enclose its computation: store it at its compute level or "
-                               f"outside it: {outer}")
+                               f"its storage must enclose its computation: store it where it is computed or "
+                               f"further out: {outer}")
 
 
 def directive_span(call: ast.Call):
