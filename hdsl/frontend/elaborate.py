@@ -784,9 +784,17 @@ class Elaborator:
         pure_here: list[str] = []
         ctx = DefContext(f, pure_here)
         args: list[Expr] = []
+
+        def is_pure(a):
+            return isinstance(a, ast.Name) and (scope.lookup(a.id) is None or isinstance(scope.lookup(a.id), VarVal))
+        # every pure var of the left-hand side is bound in the whole update, its computed
+        # coordinates included: `partial(img(rx.x, y), y) += 1` (Halide's Function::define_update
+        # takes as pure the args that are the pure definition's var in the same position)
+        computed_ctx = DefContext(f, [a.id for i, a in enumerate(lhs.args)
+                                      if is_pure(a) and (initial or (i < len(f.args) and a.id == f.args[i]))])
         for i, a in enumerate(lhs.args):
             v = scope.lookup(a.id) if isinstance(a, ast.Name) else None
-            if isinstance(a, ast.Name) and (v is None or isinstance(v, VarVal)):
+            if is_pure(a):
                 if not initial and a.id != f.args[i]:
                     if a.id in f.args:
                         self.error(f"pure var '{a.id}' is argument {f.args.index(a.id)} of '{f.name}' "
@@ -801,7 +809,7 @@ class Elaborator:
                 pure_here.append(a.id)
                 args.append(Var(a.id))
             else:
-                e = self.index_expr(a, scope, ctx)
+                e = self.index_expr(a, scope, computed_ctx)
                 args.append(self.as_i32(e))
         if initial and len(set(pure_here)) != len(pure_here):
             dup = next(a for k, a in enumerate(lhs.args) if isinstance(a, ast.Name) and a.id in pure_here

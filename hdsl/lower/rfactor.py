@@ -1,26 +1,51 @@
 """`f.update(i).rfactor(r.x, u)`: factor an associative reduction for parallelism.
 
-For an update `f(P) = f(P) op e(P, r)` with op one of + * min max and a
-left-hand side of pure vars only, rfactor creates an intermediate
+For an update `f(L) = op(f(L), e(L, r))` — L any left-hand side (pure vars or
+computed coordinates such as a histogram's `clamp(img(r.x, r.y), 0, 255)`),
+values a tuple or one value — rfactor creates an intermediate Func over f's
+pure vars P and the new var u:
 
     f.intm(P, u) = identity(op)
-    f.intm(P, u) = f.intm(P, u) op e(P, r[x := u])     over the other dims of r
+    f.intm(L[r.x := u], u) = op(f.intm(L[r.x := u], u), e(L, r)[r.x := u])   over the other dims of r
 
-and rewrites the update to `f(P) = f(P) op f.intm(P, r.x)` over r.x alone.
-The intermediate is computed at the root with its loop over u parallel.
+and rewrites the update to `f(P) = op(f(P), f.intm(P, r.x))` over r.x alone
+(Halide's `Stage::rfactor`, src/Func.cpp: the merge stage is written over the
+pure vars, so a computed left-hand side becomes a pure one there).
+
+`op` must be proven associative, as Halide's `prove_associativity`
+(src/Associativity.cpp, src/AssociativeOpsTable.cpp) does: every self-reference
+reads f at the left-hand side, and each tuple element is one of
+  - `x op y` or `y op x`, op one of + * min max && ||, x the element's own
+    previous value and y free of f (Halide's single-element table);
+  - `select(c, x_k, y_k)` or `select(c, y_k, x_k)` where c compares the previous
+    value x_m of a min/max element m with its new value y_m: the argmin/argmax
+    pairs of Halide's two-element table (`min(x0, y0), select(x0 < y0, x1, y1)`),
+    with any number of such elements sharing one key (Halide's subgraphs).
+    A key element may itself be written `select(y < x, y, x)` (a min).
+An argmin/argmax breaks ties by rdom order, so it is associative but not
+commutative: as Halide requires for non-commutative operators, only the
+outermost reduction variable may be factored out, which keeps the order of
+the whole reduction and so its exact result.
+
+The intermediate is computed at the root with its loops over u parallel.
 Integer results are unchanged (wrapping + and * are associative and
 commutative); float sums and products are reassociated, which the spec
-permits for rfactor.
+permits for rfactor (and float min/max ignore NaN ordering, as in Halide).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, substitute, walk
+from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, intern, substitute, walk
 from hdsl.ir.func import Directive, Func, RDom, Update
+from hdsl.ir.types import BOOL, Type
 from hdsl.lower.inline import Definitions
 from hdsl.lower.loops import FuncSchedule, Level
 
-IDENTITY = {"+": 0, "*": 1}
+COMMUTATIVE_OPS = ("+", "*", "min", "max", "&&", "||")
+# a comparison written the other way round: a < b is b > a
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def apply_rfactor(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[int, FuncSchedule]) -> list[Func]:
@@ -37,36 +62,181 @@ def apply_rfactor(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[
     return out
 
 
+@dataclass
+class _Element:
+    """How one tuple element combines its previous value x with a new value y."""
+    kind: str                  # 'binop' (x op y), 'select' (an argmin/argmax index), 'selmin' (select-written min)
+    op: str                    # the binop, or 'min'/'max' for a key
+    x_first: bool = True       # binop: x is the left operand
+    key: int | None = None     # select: the element whose comparison it follows
+    cond_op: str = ""          # select: comparison, written as (x_key cond_op y_key)
+    keep_x_if: bool = True     # select: the branch taken when the comparison holds is x
+    y: Expr | None = None      # the new value
+
+
+def _same(a: Expr, b: Expr) -> bool:
+    return intern(a) is intern(b)
+
+
+def _self_refs(e: Expr, f: Func) -> list[FuncCall]:
+    return [n for n in walk(e) if isinstance(n, FuncCall) and n.func is f]
+
+
+def prove_associativity(f: Func, args: list[Expr], values: list[Expr]) -> list[_Element] | None:
+    """The associative operator of update `f(args) = values`, one _Element per tuple element, or None."""
+    xs = [FuncCall(f, tuple(args), k, v.type) for k, v in enumerate(values)]
+    for e in values:
+        for n in _self_refs(e, f):
+            if len(n.args) != len(args) or not all(_same(a, b) for a, b in zip(n.args, args)):
+                return None        # reads f at another point: not a reduction into f(args)
+    free = [not _self_refs(e, f) for e in values]
+
+    def is_x(e, k):
+        return _same(e, xs[k])
+
+    def clean(e):                  # a new value: free of f
+        return not _self_refs(e, f)
+
+    elems: list[_Element | None] = [None] * len(values)
+    # single elements: x op y with op commutative (and associative)
+    for k, e in enumerate(values):
+        if free[k]:
+            return None            # f(...) = e: not a reduction (Halide: no identity)
+        if isinstance(e, BinOp) and e.op in COMMUTATIVE_OPS:
+            if is_x(e.a, k) and clean(e.b):
+                elems[k] = _Element("binop", e.op, True, y=e.b)
+            elif is_x(e.b, k) and clean(e.a):
+                elems[k] = _Element("binop", e.op, False, y=e.a)
+            else:
+                # f(x) + a + b: x somewhere in a chain of one operator is x op (a op b), as
+                # Halide's solve_expression moves x to the left (integers: exactly; floats:
+                # reassociated, which rfactor may do)
+                leaves = _chain(e, e.op)
+                mine = [i for i, a in enumerate(leaves) if is_x(a, k)]
+                if len(mine) == 1 and all(clean(a) for i, a in enumerate(leaves) if i != mine[0]):
+                    rest = [a for i, a in enumerate(leaves) if i != mine[0]]
+                    y = rest[0]
+                    for a in rest[1:]:
+                        y = BinOp(e.op, y, a, e.type)
+                    elems[k] = _Element("binop", e.op, True, y=y)
+        elif isinstance(e, Select) and isinstance(e.cond, BinOp) and e.cond.op in FLIP:
+            m = _key_compare(e.cond, lambda a: is_x(a, k), clean)
+            if m is not None:
+                op, y = m
+                # select(x < y, x, y) is min(x, y); select(x < y, y, x) is max(x, y) (ties: y)
+                if (is_x(e.t, k) and _same(e.f, y)) or (_same(e.t, y) and is_x(e.f, k)):
+                    keep_x = is_x(e.t, k)
+                    smaller_kept = (op in ("<", "<=")) == keep_x
+                    elems[k] = _Element("selmin", "min" if smaller_kept else "max", cond_op=op, keep_x_if=keep_x, y=y)
+    # argmin/argmax elements: select(cmp(x_m, y_m), x_k, y_k) with m a min/max key
+    for k, e in enumerate(values):
+        if elems[k] is not None:
+            continue
+        if not (isinstance(e, Select) and isinstance(e.cond, BinOp) and e.cond.op in FLIP):
+            return None
+        found = None
+        for m, em in enumerate(elems):
+            if m == k or em is None or em.op not in ("min", "max") or em.kind == "select":
+                continue
+            cmp = _key_compare(e.cond, lambda a: is_x(a, m), lambda a: _same(a, em.y))
+            if cmp is None:
+                continue
+            op, _ = cmp
+            if is_x(e.t, k) and clean(e.f):
+                keep_x, y = True, e.f
+            elif is_x(e.f, k) and clean(e.t):
+                keep_x, y = False, e.t
+            else:
+                continue
+            # x_m op y_m holding must favour the key's winner: for min, x is kept when x < y
+            x_wins = op in ("<", "<=") if em.op == "min" else op in (">", ">=")
+            if x_wins == keep_x and op in FLIP:
+                found = _Element("select", em.op, key=m, cond_op=op, keep_x_if=keep_x, y=y)
+                break
+        if found is None:
+            return None
+        elems[k] = found
+    return elems
+
+
+def _chain(e: Expr, op: str) -> list[Expr]:
+    """The operands of a chain of one operator, a + (b + c) + d -> [a, b, c, d]."""
+    if isinstance(e, BinOp) and e.op == op:
+        return _chain(e.a, op) + _chain(e.b, op)
+    return [e]
+
+
+def _key_compare(cond: BinOp, is_x, is_y):
+    """(op, y) when cond is `x op y` or `y op' x` (returned as x op y), else None."""
+    if is_x(cond.a) and is_y(cond.b):
+        return cond.op, cond.b
+    if is_x(cond.b) and is_y(cond.a):
+        return FLIP[cond.op], cond.a
+    return None
+
+
+def identity(el: _Element, t: Type) -> Const:
+    if el.kind == "select":
+        v = 0
+    elif el.op == "+" or el.op == "||":
+        v = 0
+    elif el.op == "*" or el.op == "&&":
+        v = 1
+    elif el.op == "min":
+        v = t.max_value()
+    else:
+        v = t.min_value()
+    if t.is_bool():
+        return Const(t, bool(v))
+    return Const(t, float(v) if t.is_float() else int(v))
+
+
+def combine(elems: list[_Element], x: list[Expr], y: list[Expr]) -> list[Expr]:
+    """Each element's operator applied to previous values x and new values y."""
+    out = []
+    for k, el in enumerate(elems):
+        t = x[k].type
+        if el.kind == "binop":
+            a, b = (x[k], y[k]) if el.x_first else (y[k], x[k])
+            out.append(BinOp(el.op, a, b, t))
+            continue
+        m = el.key if el.kind == "select" else k
+        cond = BinOp(el.cond_op, x[m], y[m], BOOL)
+        hold, other = (x[k], y[k]) if el.keep_x_if else (y[k], x[k])
+        out.append(Select(cond, hold, other, t))
+    return out
+
+
 def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
     u = defs[id(f)].updates[stage]
     rvar_name, new_var = d.args
     where = d.span
-    if u.rdom is None or len(u.values) != 1:
-        raise HdslError("rfactor needs an update over an rdom with one value", where)
-    if not all(isinstance(a, Var) for a in u.args):
-        raise HdslError("rfactor needs an update whose left-hand side is pure vars only", where,
-                        "write the reduction as f(x, y) = f(x, y) + ... over the rdom")
-    v = u.values[0]
-    if not (isinstance(v, BinOp) and v.op in ("+", "*", "min", "max") and isinstance(v.a, FuncCall)
-            and v.a.func is f and all(isinstance(a, Var) and a.name == b.name for a, b in zip(v.a.args, u.args))):
-        raise HdslError("rfactor needs an associative update: f(...) = f(...) + e (or *, min, max)", where)
-    if any(isinstance(n, FuncCall) and n.func is f for n in walk(v.b)):
-        raise HdslError("rfactor: the reduced expression reads the Func itself", where)
-    op, e, t = v.op, v.b, v.type
+    if u.rdom is None:
+        raise HdslError("rfactor needs an update over an rdom", where)
+    elems = prove_associativity(f, u.args, u.values)
+    if elems is None:
+        raise HdslError("rfactor needs an associative update: f(...) = f(...) + e (or *, min, max, &&, ||), "
+                        "or an argmin/argmax tuple", where,
+                        "as in Halide, each value must combine f's previous value at the left-hand side with a "
+                        "new value free of f, e.g. f(x) = min(f(x), e) or "
+                        "f(x) = (min(f(x)[0], e), select(f(x)[0] < e, f(x)[1], r.x))")
     rd = u.rdom
     x = [i for i in range(len(rd.bounds)) if RVar(rd, i).name == rvar_name]
     if not x:
         raise HdslError(f"'{rvar_name}' is not a dimension of this update's rdom", where)
     x = x[0]
-    pure = [a.name for a in u.args]
+    if any(el.kind == "select" for el in elems) and x != len(rd.bounds) - 1:
+        outer = RVar(rd, len(rd.bounds) - 1).name
+        raise HdslError(f"rfactor of '{rvar_name}' would change which point an argmin/argmax picks among equal "
+                        f"values: its ties go to the first point in rdom order", where,
+                        f"factor out the outermost reduction variable, rfactor({outer}, {new_var}), "
+                        "as Halide requires for non-commutative operators")
+    pure = list(f.args)
     if new_var in pure:
         raise HdslError(f"'{new_var}' is already a pure var of '{f.name}'", where)
+    types = [v.type for v in u.values]
     g = Func(f"{f.name}.intm{stage}", args=pure + [new_var], implicit=True, span=f.span)
-    if op in IDENTITY:
-        init = IDENTITY[op]
-    else:
-        init = t.min_value() if op == "max" else t.max_value()
-    g.values = [Const(t, float(init) if t.is_float() else init)]
+    g.values = [identity(el, t) for el, t in zip(elems, types)]
     rest = [b for i, b in enumerate(rd.bounds) if i != x]
     new_rd = RDom(f"{rd.name}.rest", rest, None, rd.span) if rest else None
     remap = {}
@@ -75,6 +245,7 @@ def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
         if i != x:
             remap[i] = k
             k += 1
+    gargs = tuple(u.args) + (Var(new_var),)
 
     def to_intm(expr):
         def visit(n):
@@ -83,21 +254,26 @@ def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
                     return Var(new_var)
                 return RVar(new_rd, remap[n.index])
             return None
-        return substitute(expr, visit)
+        e = substitute(expr, visit)
+        # f's previous value becomes the intermediate's (at the same, renamed coordinates)
+        return substitute(e, lambda n: FuncCall(g, n.args + (Var(new_var),), n.index, n.type)
+                          if isinstance(n, FuncCall) and n.func is f else None)
     if rd.predicate is not None:
         if new_rd is None:
             raise HdslError("rfactor of a one-dimensional rdom with a 'where' condition is not supported", where)
         new_rd.predicate = to_intm(rd.predicate)
-    gargs = [Var(a) for a in pure] + [Var(new_var)]
-    gv = BinOp(op, FuncCall(g, tuple(gargs), 0, t), to_intm(e), t)
-    g_update = Update(gargs, [gv], new_rd, u.span)
+    g_update = Update([to_intm(a) for a in gargs], [to_intm(v) for v in u.values], new_rd, u.span)
     g.updates = [g_update]
-    # f's update now folds the intermediate over r.x alone
+    # f's update now folds the intermediate over r.x alone, at every point of f (Halide: the
+    # reducing stage's args are the pure vars, so a histogram's merge runs over all its bins)
     x_rd = RDom(f"{rd.name}.{'xyzw'[x] if x < 4 else x}", [rd.bounds[x]], None, rd.span)
-    call = FuncCall(g, tuple(Var(a) for a in pure) + (RVar(x_rd, 0),), 0, t)
-    defs[id(f)].updates[stage] = Update(u.args, [BinOp(op, v.a, call, t)], x_rd, u.span)
+    pargs = tuple(Var(a) for a in pure)
+    prev = [FuncCall(f, pargs, i, t) for i, t in enumerate(types)]
+    part = [FuncCall(g, pargs + (RVar(x_rd, 0),), i, t) for i, t in enumerate(types)]
+    defs[id(f)].updates[stage] = Update(list(pargs), combine(elems, prev, part), x_rd, u.span)
     defs[id(g)] = Definitions(g, list(g.values), [g_update])
     scheds[id(g)] = FuncSchedule(Level("root"), Level("root"),
                                  {-1: [Directive("parallel", [new_var], where, -1)],
                                   0: [Directive("parallel", [new_var], where, 0)]})
     return g
+

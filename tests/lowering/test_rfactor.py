@@ -43,6 +43,12 @@ def pipe():
     return hdsl.loads(SRC, "rf.hl")
 
 
+def assert_both(p, sizes, want, schedule=None, **inputs):
+    """The evaluator and native code (with `schedule`) both give `want`, exactly."""
+    assert np.array_equal(p.realize(sizes, **inputs), want)
+    assert np.array_equal(p.compile("host", schedule=schedule).realize(sizes, **inputs), want)
+
+
 def test_rfactor_matches_the_evaluator(pipe, data):
     ref = pipe.realize([[4], [4], [4]], **data)
     got = pipe.compile("host").realize([[4], [4], [4]], **data)
@@ -69,6 +75,266 @@ algorithm {
     f(x) = f(x) * 2 - img(r.x)
 }
 schedule { f.update(0).rfactor(r.x, u) }
+"""
+    p = hdsl.loads(src, "bad.hl")
+    with pytest.raises(hdsl.HdslError, match="rfactor needs an associative update"):
+        p.compile("host")
+
+
+# ---------------------------------------------------------------- computed left-hand sides (issue 14 item 5)
+
+HIST = """
+pipeline hist
+input img: u8[2]
+output hist: i32[1]
+algorithm {
+    rdom r = img
+    hist(i) = 0
+    hist(i32(img(r.x, r.y)) / 4) += 1
+}
+schedule by_rows { hist.update(0).rfactor(r.y, y) }
+schedule by_columns { hist.update(0).rfactor(r.x, x) }
+schedule by_rows_vectorized {
+    hist.vectorize(i, 8)
+    hist.update(0).rfactor(r.y, y)
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["by_rows", "by_columns", "by_rows_vectorized"])
+@pytest.mark.parametrize("shape", [(13, 17), (1, 5), (40, 3)])
+def test_rfactor_of_a_histogram(schedule, shape):
+    """Halide's tutorial lesson 18 (tutorial/lesson_18_parallel_associative_reductions.cpp, lines
+    116-135): `histogram(input(r.x, r.y) / 32) += 1` — a computed left-hand side — factored with
+    `rfactor({{r.y, y}})` gives the serial histogram. The merge stage runs over every bin
+    (Halide's Stage::rfactor writes it over the pure vars), so bins no pixel falls in stay 0."""
+    p = hdsl.loads(HIST, "hist.hl")
+    img = np.random.RandomState(sum(shape)).randint(0, 256, shape).astype(np.uint8)
+    want = np.bincount(img.ravel() // 4, minlength=70)[:70].astype(np.int32)
+    assert_both(p, [70], want, schedule=schedule, img=img)
+
+
+PARTIAL = """
+pipeline partial
+input img: u8[2]
+output hist: i32[1]
+algorithm {
+    rdom rx = [0..img.width]
+    partial(i, y) = 0
+    partial(i32(img(rx.x, y)) / 32, y) += 1
+    rdom ry = [0..img.height]
+    hist(i) = 0
+    hist(i) += partial(i, ry.x)
+}
+schedule {
+    partial.compute_root()
+    partial.update(0).parallel(y)
+}
+schedule serial { partial.compute_root() }
+"""
+
+
+@pytest.mark.parametrize("schedule", [None, "serial"])
+def test_pure_var_in_a_computed_coordinate(schedule):
+    """Halide's tutorial lesson 18, lines 74-88: the manual factorization
+    `intermediate(input(rx, y) / 32, y) += 1` uses pure var y inside a computed coordinate of
+    the left-hand side (y is pure: it is the pure definition's var at its own position,
+    Halide's Function::define_update), and its update is parallel over y."""
+    p = hdsl.loads(PARTIAL, "partial.hl")
+    img = np.random.RandomState(3).randint(0, 256, (11, 9)).astype(np.uint8)
+    want = np.bincount(img.ravel() // 32, minlength=8).astype(np.int32)
+    assert_both(p, [8], want, schedule=schedule, img=img)
+
+
+NON_TRIVIAL_LHS = """
+pipeline lhs
+input a: i32[3]
+input b: i32[3]
+input c: i32[3]
+output g: i32[2]
+algorithm {
+    rdom r = [0..5, 0..5, 0..5]
+    f(x, y) = 1
+    f(clamp(a(r.x, r.y, r.z), 0, 19), clamp(b(r.x, r.y, r.z), 0, 29)) += c(r.x, r.y, r.z)
+    g(x, y) = 2 * f(x, y)
+}
+schedule {
+    f.compute_root()
+    f.update(0).rfactor(RV, u)
+}
+"""
+
+
+@pytest.mark.parametrize("rvar", ["r.z", "r.y", "r.x"])
+def test_rfactor_of_a_two_dimensional_computed_left_hand_side(rvar):
+    """Halide's test/correctness/rfactor.cpp, non_trivial_lhs_rfactor_test: both coordinates of
+    the left-hand side computed, `f(clamp(a(r), 0, 19), clamp(b(r), 0, 29)) += c(r)`; each
+    single reduction variable factored out gives the serial result."""
+    p = hdsl.loads(NON_TRIVIAL_LHS.replace("RV", rvar), "lhs.hl")
+    rs = np.random.RandomState(5)
+    # (arrays are (z, y, x): img(x, y, z) reads array[z, y, x])
+    a, b, c = (rs.randint(-3, 25, (5, 5, 5)).astype(np.int32) for _ in range(3))
+    want = np.ones((20, 20), np.int64)             # indexed [x, y]
+    for z in range(5):
+        for y in range(5):
+            for x in range(5):
+                xi, yi = min(max(a[z, y, x], 0), 19), min(max(b[z, y, x], 0), 29)
+                if yi < 20:
+                    want[xi, yi] += c[z, y, x]
+    want = (2 * want.T).astype(np.int32)           # g(x, y) as a (y, x) array
+    assert_both(p, [20, 20], want, a=a, b=b, c=c)
+
+
+# ---------------------------------------------------------------- tuple updates (argmin, argmax)
+
+ARGMIN = """
+pipeline am
+input img: i32[2]
+output pos: i32[1]
+algorithm {
+    rdom r = img
+    am(c) = (1000, -1, -1)
+    am(c) = (min(am(c)[0], img(r.x, r.y) * (c + 1)),
+             select(am(c)[0] CMP img(r.x, r.y) * (c + 1), am(c)[1], r.x),
+             select(am(c)[0] CMP img(r.x, r.y) * (c + 1), am(c)[2], r.y))
+    pos(c) = am(c)[0] * 10000 + am(c)[1] * 100 + am(c)[2]
+}
+schedule {
+    am.compute_root()
+    am.update(0).rfactor(r.y, v)
+}
+"""
+
+
+def _argmin_reference(img, strict):
+    """(min, x, y) with ties going to the last point in rdom order (`<`: keep the old one only
+    when strictly smaller) or the first (`<=`); rdom order is row-major, r.x innermost."""
+    flat = img.ravel()
+    m = flat.min()
+    hits = np.flatnonzero(flat == m)
+    k = hits[-1] if strict else hits[0]
+    y, x = divmod(int(k), img.shape[1])
+    return int(m) * 10000 + x * 100 + y
+
+
+@pytest.mark.parametrize("cmp", ["<", "<=", "CMPFLIP"])
+def test_rfactor_of_an_argmin_tuple(cmp):
+    """Halide's test/correctness/rfactor.cpp, argmin_rfactor_test: a three-element tuple
+    (min, x, y) whose index elements are `select(g()[0] < f(r.x, r.y), g()[1], r.x)`, factored
+    over the outer reduction variable, gives the serial result. Halide's table also has the
+    comparison written as `y0 > x0` (AssociativeOpsTable.cpp, argmin patterns)."""
+    if cmp == "CMPFLIP":
+        src = ARGMIN.replace("am(c)[0] CMP img(r.x, r.y) * (c + 1)", "img(r.x, r.y) * (c + 1) > am(c)[0]")
+        strict = True
+    else:
+        src = ARGMIN.replace("CMP", cmp)
+        strict = cmp == "<"
+    p = hdsl.loads(src, "am.hl")
+    img = np.random.RandomState(7).randint(0, 4, (9, 7)).astype(np.int32)     # many ties
+    want = np.array([_argmin_reference(img * (c + 1), strict) for c in range(2)], np.int32)
+    assert_both(p, [2], want, img=img)
+
+
+def test_argmin_agrees_with_halide():
+    """The same argmin in Halide (the `halide` package) with its rfactor(r.y, u) schedule."""
+    hl = pytest.importorskip("halide")
+    img = np.random.RandomState(8).randint(0, 3, (6, 5)).astype(np.int32)
+    r = hl.RDom([hl.Range(0, 5), hl.Range(0, 6)])
+    g = hl.Func("g")
+    g[()] = (hl.i32(1000), hl.i32(-1), hl.i32(-1))
+    v = hl.Buffer(img)[r.x, r.y]
+    g[()] = (hl.min(g[()][0], v), hl.select(g[()][0] < v, g[()][1], r.x), hl.select(g[()][0] < v, g[()][2], r.y))
+    g.update(0).rfactor(r.y, hl.Var("u"))
+    m, x, y = (int(o[()]) for o in g.realize([]))
+    p = hdsl.loads(ARGMIN.replace("CMP", "<"), "am.hl")
+    assert p.compile("host").realize([1], img=img)[0] == m * 10000 + x * 100 + y
+
+
+def test_rfactor_of_an_argmax_with_the_index_first():
+    """AssociativeOpsTable.cpp, populate_ops_table_double_general_select: argmax with the index
+    as the first tuple element, `{select(x1 > y1, x0, y0), max(x1, y1)}`."""
+    src = """
+pipeline amx
+input img: f32[2]
+output pos: i32[1]
+algorithm {
+    rdom r = img
+    am(c) = (0, -1000.0f)
+    am(c) = (select(am(c)[1] > img(r.x, r.y), am(c)[0], r.x + 100 * r.y), max(am(c)[1], img(r.x, r.y)))
+    pos(c) = am(c)[0]
+}
+schedule {
+    am.compute_root()
+    am.update(0).rfactor(r.y, v)
+}
+"""
+    p = hdsl.loads(src, "amx.hl")
+    img = np.random.RandomState(9).randint(0, 5, (8, 6)).astype(np.float32)
+    flat = img.ravel()
+    k = int(np.flatnonzero(flat == flat.max())[-1])         # ties: the last (`>` keeps only a larger old)
+    want = np.array([k % 6 + 100 * (k // 6)], np.int32)
+    assert_both(p, [1], want, img=img)
+
+
+def test_rfactor_of_independent_tuple_elements():
+    """Halide's test/correctness/rfactor.cpp, tuple_rfactor_test: `Tuple(g[0] + f(r)[0] + 3,
+    min(g[1], f(r)[1]))` — each element its own associative operator (the sum written as a
+    chain with g[0] inside, which Halide's solver moves to the left)."""
+    src = """
+pipeline tup
+input img: i32[2]
+output out: i32[2]
+algorithm {
+    rdom r = img
+    g(x, y) = (1, 3)
+    g(x, y) = (g(x, y)[0] + (img(r.x, r.y) + x) + 3, min(g(x, y)[1], img(r.x, r.y) - y))
+    out(x, y) = g(x, y)[0] * 1000 + g(x, y)[1]
+}
+schedule {
+    g.compute_root()
+    g.update(0).rfactor(r.x, u)
+}
+"""
+    p = hdsl.loads(src, "tup.hl")
+    img = np.random.RandomState(10).randint(-50, 50, (5, 7)).astype(np.int32)
+    ys, xs = np.mgrid[0:3, 0:4]
+    s = 1 + img.sum() + img.size * (xs + 3)
+    m = np.minimum(3, img.min() - ys)
+    want = (s * 1000 + m).astype(np.int32)
+    assert_both(p, [4, 3], want, img=img)
+
+
+def test_rfactor_of_an_inner_variable_of_an_argmin_is_refused():
+    """Halide marks argmin commutative and factors its inner reduction variable too, which
+    changes the point chosen among ties (with the `halide` package, rfactor(r.x, u) of
+    argmin_rfactor_test's form over [[3, 1, 5, 1], [1, 0, 2, 0], [0, 7, 0, 9]] picks (3, 1) where
+    the serial reduction picks (2, 2)); hdsl refuses it, as Halide does for non-commutative
+    operators (Func.cpp, rfactor_validate_args)."""
+    src = ARGMIN.replace("CMP", "<").replace("rfactor(r.y, v)", "rfactor(r.x, v)")
+    p = hdsl.loads(src, "am.hl")
+    with pytest.raises(hdsl.HdslError, match="would change which point an argmin/argmax picks") as e:
+        p.compile("host")
+    assert "rfactor(r.y, v)" in str(e.value)
+
+
+@pytest.mark.parametrize("update", [
+    "f(x) = f(x) - img(r.x)",                   # subtraction: not in Halide's table
+    "f(x) = img(r.x)",                          # no previous value: no identity
+    "f(x) = f(x) * 2 + img(r.x)",               # x op (y op' x): not one operator
+    "f(x) = max(f(x), img(r.x) + f(x))",        # the new value reads f
+])
+def test_non_associative_updates_are_refused(update):
+    """Halide's prove_associativity (src/Associativity.cpp) refuses these forms."""
+    src = f"""
+pipeline bad
+input img: i32[1]
+output f: i32[1]
+algorithm {{
+    rdom r = [0..img.width, 0..2]
+    f(x) = 1
+    {update.replace("img(r.x)", "img(r.x) * (r.y + 1)")}
+}}
+schedule {{ f.update(0).rfactor(r.y, u) }}
 """
     p = hdsl.loads(src, "bad.hl")
     with pytest.raises(hdsl.HdslError, match="rfactor needs an associative update"):
