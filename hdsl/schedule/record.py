@@ -14,7 +14,7 @@ from hdsl.diagnostics import Diagnostic, HdslError, Span, did_you_mean
 from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
-from hdsl.ir.expr import FuncCall, RVar, Var, walk
+from hdsl.ir.expr import FuncCall, RVar, Var, intern, walk
 from hdsl.ir.func import Directive, Func, Schedule, callees
 from hdsl.ir.types import I32
 
@@ -80,7 +80,18 @@ class _State:
                 for d, a in enumerate(u.args):
                     if not isinstance(a, Var) and d < len(f.args):
                         self.alias[f.args[d]] = rv[0]
+        # the reduction variables each loop runs over (a split of r.x runs over r.x)
+        self.origin: dict[str, frozenset] = {r: frozenset({r}) for r in self.rvars}
         self.shown = {r: a for a, r in self.alias.items()}
+
+    def derive(self, old: str, *new: str, origins: tuple = ()):
+        """Loops `new` made from `old` (and `origins`) run over the same reduction variables."""
+        rv = frozenset().union(*(self.origin.get(o, frozenset()) for o in (origins or (old,))))
+        for n in new:
+            if rv:
+                self.origin[n] = rv
+            else:
+                self.origin.pop(n, None)
 
     def display(self) -> str:
         return ", ".join(self.shown.get(v, v) for v in self.vars)
@@ -288,12 +299,14 @@ class _Recorder:
         if name == "split":
             i = v.index(args[0])
             v[i:i + 1] = [args[2], args[1]]
+            st.derive(args[0], args[1], args[2])
         elif name == "fuse":
             a, b, ab = args
             if a == b:
                 el.error("fuse needs two different loops", at(1))
             v.remove(b)
             v[v.index(a)] = ab
+            st.derive(a, ab, origins=(a, b))
         elif name in ("tile", "gpu_tile") and len(args) >= 6:
             if len(args) == 6:
                 x, y, xi, yi = args[:4]
@@ -305,10 +318,12 @@ class _Recorder:
             for old, inner, outer in ((x, xi, xo), (y, yi, yo)):
                 i = v.index(old)
                 v[i:i + 1] = [inner, outer]
+                st.derive(old, inner, outer)
             self._reorder(st, [xi, yi, xo, yo], call)
         elif name == "gpu_tile":
             i = v.index(args[0])
             v[i:i + 1] = [args[1], args[0]]
+            st.derive(args[0], args[1])
         elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
             inner = args[0] + "_i"
             if inner in v:
@@ -317,6 +332,7 @@ class _Recorder:
                          f"split it under new names instead: split({args[0]}, {args[0]}o, {args[0]}v, {args[1]})")
             i = v.index(args[0])
             v[i:i + 1] = [inner, args[0]]
+            st.derive(args[0], inner)
         elif name in ("reorder", "reorder_storage"):
             what = "loop" if name == "reorder" else "dimension"
             for k, a in enumerate(args):
@@ -349,10 +365,24 @@ class _Recorder:
                 el.error(f"'{f.name}' has no recursive filter (.iir)", call.func.name_span,
                          f"add one in the algorithm, e.g. {f.name}.iir(+x, 0..img.width, b0, [a1])")
         if name in RACY and stage >= 0:
+            u = f.updates[stage]
             for k, a in enumerate(args):
-                if isinstance(a, str) and a in st.rvars:
-                    el.error(f"'{name}' of reduction variable '{a}' would let its iterations race", at(k),
-                             "factor the reduction with rfactor(...) first")
+                if not isinstance(a, str) or not st.origin.get(a):
+                    continue
+                racy = sorted(r for r in st.origin[a] if not race_free(f, u, r))
+                if racy:
+                    what = f"reduction variable '{a}'" if a in st.rvars else \
+                        f"'{a}' (a loop over reduction variable{'s' if len(racy) > 1 else ''} {', '.join(racy)})"
+                    if _is_scan(f, stage):
+                        hint = (f"update({stage}) reads '{f.name}' at other points than it writes, so its "
+                                f"iterations must run in order; {name} a pure var's loop instead")
+                    else:
+                        hint = (f"factor the reduction first: rfactor({racy[0]}, u) computes partial results "
+                                f"over u in parallel (an rvar runs in {name} only as a coordinate of the "
+                                f"left-hand side that every read of '{f.name}' shares: "
+                                f"{f.name}({racy[0]}) = {f.name}({racy[0]}) * 2)")
+                    el.error(f"'{name}' of {what} would let its iterations race: different values of "
+                             f"{racy[0]} may update the same point of '{f.name}'", at(k), hint)
 
     def _users(self, f: Func) -> list[Func]:
         from hdsl.ir.func import topo_order
@@ -472,11 +502,8 @@ def _is_scan(f: Func, stage: int) -> bool:
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, Var) and isinstance(b, Var):
-        return a.name == b.name
-    if isinstance(a, RVar) and isinstance(b, RVar):
-        return a.rdom is b.rdom and a.index == b.index
-    return a is b
+    """Structurally equal (hash-consing makes equal expressions one object)."""
+    return intern(a) is intern(b)
 
 
 GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile")
@@ -507,3 +534,89 @@ def refuse_unsupported(sched: Schedule | None, target: str) -> None:
     if found:
         found.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
         raise HdslError(found)
+
+
+
+def race_free(f: Func, u, rvar: str) -> bool:
+    """Whether distinct values of reduction variable `rvar` never touch the same point of f in
+    update u, whatever values every other variable takes (Halide's can_parallelize_rvar,
+    src/ParallelRVar.cpp: the hazard `rvar != rvar' && (store == store' || load == store')`,
+    with every variable of the other iteration renamed, must be provably false). A store and a
+    store (or a read) of two such iterations never meet when one coordinate provably differs:
+    see _never_equal."""
+    if u.rdom is None:
+        return False
+    index = [i for i in range(len(u.rdom.bounds)) if RVar(u.rdom, i).name == rvar]
+    if not index:
+        return False
+    exprs = list(u.values) + list(u.args) + ([u.rdom.predicate] if u.rdom.predicate is not None else [])
+    reads = [n.args for e in exprs for n in walk(e) if isinstance(n, FuncCall) and n.func is f]
+    store = tuple(u.args)
+    return all(any(_never_equal(a, b, f, u.rdom, index[0]) for a, b in zip(acc, store))
+               for acc in [store] + reads)
+
+
+def _never_equal(a, b, f: Func, rdom, v: int) -> bool:
+    """Coordinate a of one iteration never equals coordinate b of another iteration whose
+    reduction variable v differs (all other variables arbitrary in both), shown from their
+    linear forms: the difference is a nonzero multiple of (v - v'); or no integer solves it
+    (a constant not divisible by the coefficients' gcd: 2 * r.x vs 2 * r.x' + 1); or the two
+    ranges over the rdom's constant bounds are disjoint (r.x + 20 vs r.x' in [0, 11])."""
+    from math import gcd
+
+    from hdsl.ir.expr import Const
+    la, lb = _linear(a, 0, f, rdom), _linear(b, 1, f, rdom)
+    if la is None or lb is None:
+        return False
+    terms = dict(la[0])
+    for k, c in lb[0].items():
+        terms[k] = terms.get(k, 0) - c
+    terms = {k: c for k, c in terms.items() if c}
+    const = la[1] - lb[1]
+    if set(terms) == {("r", v, 0), ("r", v, 1)} and terms[("r", v, 0)] == -terms[("r", v, 1)] and const == 0:
+        return True
+    g = 0
+    for c in terms.values():
+        g = gcd(g, abs(c))
+    if g == 0 and const != 0 or g and const % g:
+        return True
+    if all(k[0] == "r" for k in terms):
+        lo = hi = const
+        for (_, i, _tag), c in terms.items():
+            mn, ext = rdom.bounds[i]
+            if not (isinstance(mn, Const) and isinstance(ext, Const)):
+                return False
+            ends = (c * mn.value, c * (mn.value + ext.value - 1))
+            lo, hi = lo + min(ends), hi + max(ends)
+        return lo > 0 or hi < 0
+    return False
+
+
+def _linear(e, tag: int, f: Func, rdom):
+    """e as ({term: integer coefficient}, constant), or None. Terms: ('r', i, tag) for rvar i,
+    ('v', name, tag) for a pure var, ('fix', id) for a subexpression that is the same in every
+    iteration (a param, an input read at constant coordinates); `tag` tells iterations apart."""
+    from hdsl.ir.expr import BinOp, Const
+    if isinstance(e, Const):
+        return ({}, int(e.value)) if (e.type.is_int() or e.type.is_uint()) else None
+    if isinstance(e, RVar):
+        return ({("r", e.index, tag): 1}, 0) if e.rdom is rdom else None
+    if isinstance(e, Var):
+        return {("v", e.name, tag): 1}, 0
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*") and e.type.is_int() and e.type.bits >= 32:
+        a, b = _linear(e.a, tag, f, rdom), _linear(e.b, tag, f, rdom)
+        if a is None or b is None:
+            return None
+        if e.op == "*":
+            if a[0] and b[0]:
+                return None
+            (k, (terms, c)) = (a[1], b) if not a[0] else (b[1], a)
+            return {t: k * x for t, x in terms.items()}, k * c
+        s = 1 if e.op == "+" else -1
+        terms = dict(a[0])
+        for t, x in b[0].items():
+            terms[t] = terms.get(t, 0) + s * x
+        return terms, a[1] + s * b[1]
+    if not any(isinstance(n, (Var, RVar)) or (isinstance(n, FuncCall) and n.func is f) for n in walk(e)):
+        return {("fix", id(intern(e))): 1}, 0
+    return None
