@@ -525,6 +525,31 @@ def find_loop_var(stmt: Stmt, prefix: str, user_var: str) -> list[str]:
     return found
 
 
+def compute_site(stmt: Stmt, g: Func, stages: int, user_var: str, f: Func) -> str | None:
+    """The loop `user_var` of Func g that `compute_at(g, user_var)` of f means: as Halide's
+    LoopLevel(g, var) (src/Schedule.cpp, LoopLevel::match), a loop of that name in any stage
+    of g (an update's RVar loops, or loops split from them); of several, the first whose body
+    uses f (the legal site encloses f's uses), else the first."""
+    found = [loop for stage in range(stages) for loop in find_loop_var(stmt, f"{g.name}.s{stage}.", user_var)]
+    for loop in found:
+        if _loop_uses(stmt, loop, f):
+            return loop
+    return found[0] if found else None
+
+
+def _loop_uses(stmt: Stmt, loop_var: str, f: Func) -> bool:
+    hit = [False]
+
+    def visit(s):
+        if isinstance(s, For) and s.var == loop_var:
+            hit[0] = stmt_reads(s.body, f)
+            return
+        for k in _children(s):
+            visit(k)
+    visit(stmt)
+    return hit[0]
+
+
 def inject_at_loop(stmt: Stmt, loop_var: str, fn) -> tuple[Stmt, bool]:
     """Replace the body of loop `loop_var` by fn(body, loop)."""
     done = [False]

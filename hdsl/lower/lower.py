@@ -18,7 +18,7 @@ from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
 from hdsl.lower.hoist import hoist_invariants
-from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, find_loop_var, fix_extents,
+from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, compute_site, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
                               loop_names)
 from hdsl.lower.symbolic import box_of
@@ -71,12 +71,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         site = None
         if level.kind == "at":
             g, v = level.func, level.var
-            for stage in range(1 + len(defs[id(g)].updates if id(g) in defs else g.updates)):
-                for loop in find_loop_var(stmt, f"{g.name}.s{stage}.", v):
-                    site = loop
-                    break
-                if site:
-                    break
+            site = compute_site(stmt, g, 1 + len(defs[id(g)].updates if id(g) in defs else g.updates), v, f)
             if site is None:
                 raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
                                 "loop (is it computed inline?)", level.span,
@@ -131,11 +126,11 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
             if st.kind == "root":
                 stmt = lb.realize(f, stmt, fold)
             else:
-                loops = find_loop_var(stmt, f"{st.func.name}.s0.", st.var)
-                if not loops:
+                loop = compute_site(stmt, st.func, 1 + len(defs[id(st.func)].updates), st.var, f)
+                if loop is None:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", st.span)
-                stmt, _ = inject_at_loop(stmt, loops[0], lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
+                stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
     return fix_extents(stmt, lb.deferred)

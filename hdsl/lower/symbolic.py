@@ -79,7 +79,8 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     if isinstance(e, Const):
         if t.is_float() or t.is_bool():
             return (e, e) if not t.is_bool() else (Const(I32, int(e.value)), Const(I32, int(e.value)))
-        return (Const(I32, int(e.value)), Const(I32, int(e.value))) if t.bits <= 32 else (None, None)
+        c = Const(I32, int(e.value))        # one object: a point (the point rules test `lo is hi`)
+        return (c, c) if t.bits <= 32 else (None, None)
     if isinstance(e, (Var, RVar)):
         name = e.name if isinstance(e, Var) else e.name
         if isinstance(e, RVar):

@@ -409,13 +409,19 @@ class _Recorder:
         bad = set()
         for f, d, call in self.pending:
             g, var = d.args
-            loops = self.state(g, -1).vars
-            if var not in loops:
+            # as Halide's LoopLevel(g, var), the loop of any stage of g: an update's RVar loops
+            # and the loops split from them too (Func.h, compute_at(const Func &, const RVar &))
+            stages = [(s, self.state(g, s)) for s in range(-1, len(g.updates))]
+            if not any(var in st.vars for _, st in stages):
                 bad.add(id(f))
+                loops = [st.shown.get(v, v) for _, st in stages for v in st.vars]
                 guess = did_you_mean(var, loops)
+                listed = "; ".join(f"{'update(%d)' % s if s >= 0 else 'its pure definition'}: {st.display()}"
+                                   for s, st in stages)
                 self.el.sink.error(f"'{var}' is not a loop of '{g.name}'"
                                    + (f"; did you mean '{guess}'?" if guess else ""),
-                                   call.args[1].span, f"its loops are {', '.join(loops)} (innermost first)")
+                                   call.args[1].span, f"its loops (innermost first) are, in {listed}"
+                                   if len(stages) > 1 else f"its loops are {', '.join(loops)} (innermost first)")
         self._check_store_levels(bad)
 
     def _check_store_levels(self, bad: set[int]):
