@@ -796,10 +796,17 @@ class Elaborator:
             v = scope.lookup(a.id) if isinstance(a, ast.Name) else None
             if is_pure(a):
                 if not initial and a.id != f.args[i]:
+                    if a.id in computed_ctx.pure_vars:
+                        # also at its own position: here a computed coordinate (f(x, x) += 1,
+                        # the diagonal, as in Halide)
+                        args.append(Var(a.id))
+                        continue
                     if a.id in f.args:
                         self.error(f"pure var '{a.id}' is argument {f.args.index(a.id)} of '{f.name}' "
                                    f"but appears here as argument {i}", a.span,
-                                   "pure vars keep their positions in update definitions")
+                                   f"pure vars keep their positions in update definitions; '{a.id}' may "
+                                   f"appear elsewhere only while it is also argument {f.args.index(a.id)}, "
+                                   f"as in {f.name}({', '.join(a.id if k in (i, f.args.index(a.id)) else v for k, v in enumerate(f.args))})")
                     if v is None:
                         guess = did_you_mean(a.id, scope.all_names() | set(f.args))
                         self.error(f"'{a.id}' is not defined" + (f"; did you mean '{guess}'?" if guess else ""),
@@ -872,7 +879,7 @@ class Elaborator:
             for n in walk(e):
                 if isinstance(n, FuncCall) and n.func is f:
                     for i, (a, b) in enumerate(zip(args, n.args)):
-                        if isinstance(a, Var) and not (isinstance(b, Var) and b.name == a.name):
+                        if isinstance(a, Var) and a.name == f.args[i] and not (isinstance(b, Var) and b.name == a.name):
                             self.error(f"'{f.name}' reads itself at another value of pure var '{a.name}'",
                                        self.self_read_span(f, i, a.name, s, scope) or s.value.span,
                                        f"in an update, a pure var appears unchanged in every use of "

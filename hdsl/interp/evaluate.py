@@ -38,7 +38,7 @@ from hdsl.interp.scalar import binop_values, cast_values, intrinsic_values, unar
 from hdsl.ir.bounds import BoundsEnv, interval, narrow_by_predicate
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var, walk)
-from hdsl.ir.func import Func, Pipeline, Update, callees, calls_in, topo_order
+from hdsl.ir.func import Func, Pipeline, Update, callees, calls_in, pure_positions, topo_order
 
 MAX_REGION = 1 << 28
 DIM_NAMES = "xyc"
@@ -165,9 +165,8 @@ class Evaluator:
         yield env, list(f.values)
         for u in f.updates:
             env = BoundsEnv({}, {}, self.scalar)
-            for i, a in enumerate(u.args):
-                if isinstance(a, Var):
-                    env.vars[a.name] = tuple(box[i])
+            for i, a in pure_positions(f, u):
+                env.vars[a] = tuple(box[i])
             ranges = self._rdom_ranges(u)
             if any(ext <= 0 for _, ext in ranges):
                 continue
@@ -271,7 +270,7 @@ class Evaluator:
         ranges = self._rdom_ranges(u)
         if any(ext <= 0 for _, ext in ranges):
             return
-        pure = [(i, a.name) for i, a in enumerate(u.args) if isinstance(a, Var)]
+        pure = pure_positions(f, u)
         k = len(ranges)
         reads_elsewhere = False
         for e in u.values + u.args + ([u.rdom.predicate] if u.rdom and u.rdom.predicate is not None else []):

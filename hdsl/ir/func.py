@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hdsl.diagnostics import Span
-from hdsl.ir.expr import Expr, FuncCall, RVar, walk
+from hdsl.ir.expr import Expr, FuncCall, RVar, Var, walk
 from hdsl.ir.types import Type
 
 
@@ -74,6 +74,14 @@ class Func:
 
     def __repr__(self):
         return f"Func({self.name})"
+
+
+def pure_positions(f: Func, u: Update) -> list[tuple[int, str]]:
+    """(position, name) of update u's pure vars: a var at the position that var has in f's pure
+    definition (Halide's Function::define_update). A pure var elsewhere on the left is a
+    computed coordinate: `f(x, x) += 1` updates the diagonal."""
+    return [(i, a.name) for i, a in enumerate(u.args)
+            if isinstance(a, Var) and i < len(f.args) and a.name == f.args[i]]
 
 
 def calls_in(exprs) -> list[Expr]:

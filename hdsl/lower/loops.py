@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
-from hdsl.ir.func import Directive, Func, Schedule
+from hdsl.ir.func import Directive, Func, Schedule, pure_positions
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
                           own_exprs, with_children)
@@ -354,14 +354,13 @@ class LoopBuilder:
                     user = RVar(u.rdom, i).name
                     rv_names.append(user)
                     shape.add_dim(user, lo, ext)
-            for i, a in enumerate(u.args):
-                if isinstance(a, Var):
-                    # over the whole computed region: later stages may read what this one
-                    # writes beyond the region f's consumers need (a scan along y reads
-                    # every row that the scan along x before it produced)
-                    lo, hi = V(f"{f.name}.s0.{a.name}.min"), V(f"{f.name}.s0.{a.name}.max")
-                    shape.add_dim(a.name, lo, self.const_extent.get((id(f), a.name)) or add(sub(hi, lo), I(1)))
-            mapping = {a.name: V(shape.internal[a.name]) for a in u.args if isinstance(a, Var)}
+            for _, a in pure_positions(f, u):
+                # over the whole computed region: later stages may read what this one
+                # writes beyond the region f's consumers need (a scan along y reads
+                # every row that the scan along x before it produced)
+                lo, hi = V(f"{f.name}.s0.{a}.min"), V(f"{f.name}.s0.{a}.max")
+                shape.add_dim(a, lo, self.const_extent.get((id(f), a)) or add(sub(hi, lo), I(1)))
+            mapping = {a: V(shape.internal[a]) for _, a in pure_positions(f, u)}
             rmap = {i: V(shape.internal[n]) for i, n in enumerate(rv_names)}
             args = [self._subst(a, mapping, rmap, u.rdom) for a in u.args]
             values = [self._subst(v, mapping, rmap, u.rdom) for v in u.values]
@@ -395,10 +394,7 @@ class LoopBuilder:
         d = self.defs[id(f)]
         boxes = []
         for u in d.updates:
-            scope = {}
-            for a in u.args:
-                if isinstance(a, Var):
-                    scope[a.name] = pure[a.name]
+            scope = {a: pure[a] for _, a in pure_positions(f, u)}
             if u.rdom is not None:
                 for i, (lo, ext) in enumerate(u.rdom.bounds):
                     scope[("rvar", id(u.rdom), i)] = (lo, sub(add(lo, ext), I(1)))

@@ -15,7 +15,7 @@ from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
 from hdsl.ir.expr import FuncCall, RVar, Var, intern, walk
-from hdsl.ir.func import Directive, Func, Schedule, callees
+from hdsl.ir.func import Directive, Func, Schedule, callees, pure_positions
 from hdsl.ir.types import I32
 
 # argument kinds: var (an existing loop var), new (a fresh name), int (compile-time),
@@ -71,7 +71,7 @@ class _State:
             self.rvars: set[str] = set()
         else:
             u = f.updates[stage]
-            pure = [a.name for a in u.args if isinstance(a, Var)]
+            pure = [a for _, a in pure_positions(f, u)]
             rv = [RVar(u.rdom, i).name for i in range(len(u.rdom.bounds))] if u.rdom else []
             self.vars = rv + pure
             self.rvars = set(rv)
