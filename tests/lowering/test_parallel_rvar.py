@@ -150,3 +150,43 @@ def test_race_proof_hand_checked_cases():
 def _funcs(p):
     from hdsl.ir.func import topo_order
     return topo_order(p.ir.outputs)
+
+
+PREDICATED = """
+pipeline w
+input img: i32[2]
+output f: i32[2]
+output h: i32[1]
+algorithm {
+    rdom r = [0..img.width, 0..img.height] where (r.x + r.y) % 3 != 0
+    f(x, y) = x - y
+    f(r.x, r.y) = f(r.x, r.y) * 3 + img(r.x, r.y)
+    h(i) = 0
+    h(clamp(img(r.x, r.y), 0, 9)) += r.x + 1
+}
+schedule {
+    f.update(0).vectorize(r.x, 4).parallel(r.y)
+    h.update(0).rfactor(r.y, v)
+}
+schedule other {
+    f.update(0).split(r.y, yo, yi, 2).parallel(yo).vectorize(r.x, 8)
+    h.update(0).rfactor(r.x, v)
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", [None, "other"])
+def test_a_predicated_rdom_in_parallel_and_vectors(schedule):
+    """An rdom with a `where` condition: the race-free update runs its RVars as threads and
+    vectors (the condition masks lanes), and the predicated histogram is rfactored (Halide's
+    rfactor.cpp, rdom_with_predicate_rfactor_test); both give the NumPy result."""
+    p = hdsl.loads(PREDICATED, "w.hl")
+    img = np.random.RandomState(2).randint(-3, 13, (9, 11)).astype(np.int32)
+    ys, xs = np.mgrid[0:9, 0:11]
+    keep = (xs + ys) % 3 != 0
+    want_f = np.where(keep, (xs - ys) * 3 + img, xs - ys).astype(np.int32)
+    want_h = np.zeros(10, np.int32)
+    np.add.at(want_h, np.clip(img[keep], 0, 9), xs[keep] + 1)
+    for got in (p.realize([[11, 9], [10]], img=img), p.compile("host", schedule=schedule).realize([[11, 9], [10]], img=img)):
+        assert np.array_equal(got[0], want_f)
+        assert np.array_equal(got[1], want_h)

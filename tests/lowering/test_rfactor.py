@@ -114,38 +114,6 @@ def test_rfactor_of_a_histogram(schedule, shape):
     assert_both(p, [70], want, schedule=schedule, img=img)
 
 
-PARTIAL = """
-pipeline partial
-input img: u8[2]
-output hist: i32[1]
-algorithm {
-    rdom rx = [0..img.width]
-    partial(i, y) = 0
-    partial(i32(img(rx.x, y)) / 32, y) += 1
-    rdom ry = [0..img.height]
-    hist(i) = 0
-    hist(i) += partial(i, ry.x)
-}
-schedule {
-    partial.compute_root()
-    partial.update(0).parallel(y)
-}
-schedule serial { partial.compute_root() }
-"""
-
-
-@pytest.mark.parametrize("schedule", [None, "serial"])
-def test_pure_var_in_a_computed_coordinate(schedule):
-    """Halide's tutorial lesson 18, lines 74-88: the manual factorization
-    `intermediate(input(rx, y) / 32, y) += 1` uses pure var y inside a computed coordinate of
-    the left-hand side (y is pure: it is the pure definition's var at its own position,
-    Halide's Function::define_update), and its update is parallel over y."""
-    p = hdsl.loads(PARTIAL, "partial.hl")
-    img = np.random.RandomState(3).randint(0, 256, (11, 9)).astype(np.uint8)
-    want = np.bincount(img.ravel() // 32, minlength=8).astype(np.int32)
-    assert_both(p, [8], want, schedule=schedule, img=img)
-
-
 NON_TRIVIAL_LHS = """
 pipeline lhs
 input a: i32[3]
