@@ -391,11 +391,12 @@ class _Recorder:
     def _reorder(self, st: _State, names: list[str], call):
         positions = sorted(st.vars.index(n) for n in names)
         if st.stage >= 0 and _is_scan(st.f, st.stage):
-            rv_old = [x for x in st.vars if x in st.rvars]
+            # (loops split or fused from reduction variables count as theirs)
+            rv_old = [x for x in st.vars if st.origin.get(x)]
             new = list(st.vars)
             for p, n in zip(positions, names):
                 new[p] = n
-            rv_new = [x for x in new if x in st.rvars]
+            rv_new = [x for x in new if st.origin.get(x)]
             if rv_old != rv_new:
                 self.el.error("reordering the reduction variables of this update would change its result",
                               directive_span(call),
