@@ -21,7 +21,9 @@ reads f at the left-hand side, and each tuple element is one of
     value x_m of a min/max element m with its new value y_m: the argmin/argmax
     pairs of Halide's two-element table (`min(x0, y0), select(x0 < y0, x1, y1)`),
     with any number of such elements sharing one key (Halide's subgraphs).
-    A key element may itself be written `select(y < x, y, x)` (a min).
+    A key element may itself be written `select(y < x, y, x)` (a min);
+  - a complex product, `x_a * y_a - x_b * y_b` and `x_b * y_a + x_a * y_b`
+    (the table's two-element subtraction pattern).
 An argmin/argmax breaks ties by rdom order, so it is associative but not
 commutative: as Halide requires for non-commutative operators, only the
 outermost reduction variable may be factored out, which keeps the order of
@@ -65,7 +67,8 @@ def apply_rfactor(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[
 @dataclass
 class _Element:
     """How one tuple element combines its previous value x with a new value y."""
-    kind: str                  # 'binop' (x op y), 'select' (an argmin/argmax index), 'selmin' (select-written min)
+    kind: str                  # 'binop' (x op y), 'select' (an argmin/argmax index), 'selmin' (select-written
+    #                            min), 're'/'im' (the parts of a complex product; key: the other part)
     op: str                    # the binop, or 'min'/'max' for a key
     x_first: bool = True       # binop: x is the left operand
     key: int | None = None     # select: the element whose comparison it follows
@@ -128,6 +131,7 @@ def prove_associativity(f: Func, args: list[Expr], values: list[Expr]) -> list[_
                     keep_x = is_x(e.t, k)
                     smaller_kept = (op in ("<", "<=")) == keep_x
                     elems[k] = _Element("selmin", "min" if smaller_kept else "max", cond_op=op, keep_x_if=keep_x, y=y)
+    _complex_products(values, elems, is_x, clean)
     # argmin/argmax elements: select(cmp(x_m, y_m), x_k, y_k) with m a min/max key
     for k, e in enumerate(values):
         if elems[k] is not None:
@@ -159,6 +163,40 @@ def prove_associativity(f: Func, args: list[Expr], values: list[Expr]) -> list[_
     return elems
 
 
+def _complex_products(values, elems, is_x, clean) -> None:
+    """Halide's populate_ops_table_double_general_sub: a complex product, element a
+    `x_a * y_a - x_b * y_b` and element b `x_b * y_a + x_a * y_b` (factors and terms in any
+    order), identity (1, 0)."""
+    def product(e):                # {x index or 'y': factor}, or None
+        if not (isinstance(e, BinOp) and e.op == "*"):
+            return None
+        out = {}
+        for f in (e.a, e.b):
+            k = next((k for k in range(len(values)) if is_x(f, k)), None)
+            if k is not None:
+                out["x"] = k
+            elif clean(f):
+                out["y"] = f
+        return out if len(out) == 2 else None
+    for a, ea in enumerate(values):
+        if elems[a] is not None or not (isinstance(ea, BinOp) and ea.op == "-"):
+            continue
+        p, q = product(ea.a), product(ea.b)
+        if p is None or q is None or p["x"] != a or q["x"] == a:
+            continue
+        b, ya, yb = q["x"], p["y"], q["y"]
+        eb = values[b]
+        if elems[b] is not None or _same(ya, yb) or not (isinstance(eb, BinOp) and eb.op == "+"):
+            continue
+        terms = [product(eb.a), product(eb.b)]
+        want = [{"x": b, "y": ya}, {"x": a, "y": yb}]
+        if all(t is not None for t in terms) and any(
+                all(t["x"] == w["x"] and _same(t["y"], w["y"]) for t, w in zip(order, want))
+                for order in (terms, terms[::-1])):
+            elems[a] = _Element("re", "*", key=b, y=ya)
+            elems[b] = _Element("im", "*", key=a, y=yb)
+
+
 def _chain(e: Expr, op: str) -> list[Expr]:
     """The operands of a chain of one operator, a + (b + c) + d -> [a, b, c, d]."""
     if isinstance(e, BinOp) and e.op == op:
@@ -176,8 +214,10 @@ def _key_compare(cond: BinOp, is_x, is_y):
 
 
 def identity(el: _Element, t: Type) -> Const:
-    if el.kind == "select":
+    if el.kind in ("select", "im"):
         v = 0
+    elif el.kind == "re":
+        v = 1
     elif el.op == "+" or el.op == "||":
         v = 0
     elif el.op == "*" or el.op == "&&":
@@ -199,6 +239,13 @@ def combine(elems: list[_Element], x: list[Expr], y: list[Expr]) -> list[Expr]:
         if el.kind == "binop":
             a, b = (x[k], y[k]) if el.x_first else (y[k], x[k])
             out.append(BinOp(el.op, a, b, t))
+            continue
+        if el.kind in ("re", "im"):
+            re, im = (k, el.key) if el.kind == "re" else (el.key, k)
+            if el.kind == "re":     # x_re * y_re - x_im * y_im
+                out.append(BinOp("-", BinOp("*", x[re], y[re], t), BinOp("*", x[im], y[im], t), t))
+            else:                   # x_im * y_re + x_re * y_im
+                out.append(BinOp("+", BinOp("*", x[im], y[re], t), BinOp("*", x[re], y[im], t), t))
             continue
         m = el.key if el.kind == "select" else k
         cond = BinOp(el.cond_op, x[m], y[m], BOOL)

@@ -307,3 +307,42 @@ schedule {{ f.update(0).rfactor(r.y, u) }}
     p = hdsl.loads(src, "bad.hl")
     with pytest.raises(hdsl.HdslError, match="rfactor needs an associative update"):
         p.compile("host")
+
+
+@pytest.mark.parametrize("written", ["canonical", "swapped"])
+def test_rfactor_of_a_complex_product(written):
+    """Halide's test/correctness/rfactor.cpp, complex_multiply_rfactor_test: the tuple
+    `(g[0] * f[0] - g[1] * f[1], g[0] * f[1] + g[1] * f[0])` (AssociativeOpsTable.cpp's
+    two-element subtraction pattern, factors and terms in either order) is a complex product,
+    associative with identity (1, 0): factored, it gives the serial product exactly (integers)."""
+    if written == "canonical":
+        update = "g(x) = (g(x)[0] * re(r.x, r.y) - g(x)[1] * im(r.x, r.y), g(x)[0] * im(r.x, r.y) + g(x)[1] * re(r.x, r.y))"
+    else:
+        update = "g(x) = (re(r.x, r.y) * g(x)[0] - im(r.x, r.y) * g(x)[1], re(r.x, r.y) * g(x)[1] + im(r.x, r.y) * g(x)[0])"
+    src = f"""
+pipeline cm
+input a: i32[2]
+output out: i32[2]
+algorithm {{
+    rdom r = [0..3, 0..2]
+    re(x, y) = a(x, y) + x
+    im(x, y) = a(x, y) - y
+    g(x) = (10 + x, 20)
+    {update}
+    out(x, c) = select(c == 0, g(x)[0], g(x)[1])
+}}
+schedule {{
+    g.compute_root()
+    g.update(0).rfactor(r.y, u)
+}}
+"""
+    p = hdsl.loads(src, "cm.hl")
+    arr = np.random.RandomState(12).randint(-2, 3, (2, 3)).astype(np.int32)
+    want = np.zeros((2, 4), np.int64)
+    for x in range(4):
+        z = complex(10 + x, 20)
+        for yy in range(2):
+            for xx in range(3):
+                z *= complex(arr[yy, xx] + xx, arr[yy, xx] - yy)
+        want[:, x] = [round(z.real), round(z.imag)]
+    assert_both(p, [4, 2], want.astype(np.int32), a=arr)
