@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, intern, substitute, walk
 from hdsl.ir.func import Directive, Func, RDom, Update
-from hdsl.ir.types import BOOL, Type
+from hdsl.ir.types import BOOL, I32, Type
 from hdsl.lower.inline import Definitions
 from hdsl.lower.loops import FuncSchedule, Level
 
@@ -58,8 +58,15 @@ def apply_rfactor(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[
             for d in list(ds):
                 if d.name != "rfactor":
                     continue
-                ds.remove(d)
+                k = ds.index(d)
+                rd = defs[id(f)].updates[stage].rdom
                 g = _factor(f, stage, d, defs, scheds)
+                # the directives written before rfactor shaped the whole update: each goes
+                # with the loops it names (Halide copies the stage's schedule to the
+                # intermediate and keeps the preserved RVar's part for the merge)
+                intm, merge = _route(ds[:k], [RVar(rd, i).name for i in range(len(rd.bounds))], d)
+                ds[:] = merge + ds[k + 1:]
+                scheds[id(g)].stages[0][:0] = intm
                 out.insert(out.index(f), g)
     return out
 
@@ -254,6 +261,58 @@ def combine(elems: list[_Element], x: list[Expr], y: list[Expr]) -> list[Expr]:
     return out
 
 
+def _route(before: list[Directive], names: list[str], d: Directive) -> tuple[list[Directive], list[Directive]]:
+    """Split the stage's directives written before `rfactor(r.k, u)` into those of the
+    intermediate's update (loops of the other reduction variables, and pure vars' loops) and
+    those of the merge (loops of r.k, and pure vars' loops). Both keep the rdom's names: the
+    intermediate's rdom has r.k as a dummy dim of extent 1, the merge's all others."""
+    x = names.index(d.args[0])
+    origin = {n: {i} for i, n in enumerate(names)}
+    intm, merge = [], []
+    # the reduction variables' loops each stage has (both keep every dim of the rdom)
+    have = {id(intm): set(names), id(merge): set(names)}
+
+    def add(stage, e):
+        stage.append(e)
+        have[id(stage)] |= {a for a in e.args if isinstance(a, str) and origin.get(a)}
+    for e in before:
+        idx = set().union(*(origin.get(a, set()) for a in e.args if isinstance(a, str)))
+        _derive(e, origin)
+        if e.name == "reorder" and idx:
+            for stage in (intm, merge):      # the loops this stage has, in the order given
+                kept = [a for a in e.args if not origin.get(a) or a in have[id(stage)]]
+                if len(kept) >= 2:
+                    stage.append(Directive("reorder", kept, e.span, e.stage))
+        elif not idx:
+            add(intm, e)
+            add(merge, e)
+        elif x not in idx:
+            add(intm, e)
+        elif idx == {x}:
+            add(merge, e)
+        else:
+            raise HdslError(f"'{e.name}' here mixes {names[x]}, which rfactor keeps, with the reduction variables "
+                            "it moves into the intermediate", e.span,
+                            f"reshape {names[x]} and the other reduction variables in separate directives")
+    return intm, merge
+
+
+def _derive(e: Directive, origin: dict) -> None:
+    """The loops that directive e makes run over the reduction variables of the loops it splits."""
+    a = e.args
+    if e.name == "split":
+        origin[a[1]] = origin[a[2]] = origin.get(a[0], set())
+    elif e.name == "fuse":
+        origin[a[2]] = origin.get(a[0], set()) | origin.get(a[1], set())
+    elif e.name in ("tile", "gpu_tile") and len(a) >= 6:
+        x, y = a[0], a[1]
+        xo, yo, xi, yi = (x, y, a[2], a[3]) if len(a) == 6 else a[2:6]
+        origin[xo], origin[xi] = origin.get(x, set()), origin.get(x, set())
+        origin[yo], origin[yi] = origin.get(y, set()), origin.get(y, set())
+    elif e.name in ("vectorize", "unroll", "parallel") and len(a) == 2:
+        origin[a[0] + "_i"] = origin.get(a[0], set())
+
+
 def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
     u = defs[id(f)].updates[stage]
     rvar_name, new_var = d.args
@@ -284,14 +343,10 @@ def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
     types = [v.type for v in u.values]
     g = Func(f"{f.name}.intm{stage}", args=pure + [new_var], implicit=True, span=f.span)
     g.values = [identity(el, t) for el, t in zip(elems, types)]
-    rest = [b for i, b in enumerate(rd.bounds) if i != x]
-    new_rd = RDom(f"{rd.name}.rest", rest, None, rd.span) if rest else None
-    remap = {}
-    k = 0
-    for i in range(len(rd.bounds)):
-        if i != x:
-            remap[i] = k
-            k += 1
+    # both new rdoms keep every dim (and so every RVar's name, which the stage's directives
+    # use), the one the other does not run over reduced to one point
+    point = (Const(I32, 0), Const(I32, 1))
+    new_rd = RDom(rd.name, [point if i == x else b for i, b in enumerate(rd.bounds)], None, rd.span)
     gargs = tuple(u.args) + (Var(new_var),)
 
     def to_intm(expr):
@@ -299,24 +354,22 @@ def _factor(f: Func, stage: int, d: Directive, defs, scheds) -> Func:
             if isinstance(n, RVar) and n.rdom is rd:
                 if n.index == x:
                     return Var(new_var)
-                return RVar(new_rd, remap[n.index])
+                return RVar(new_rd, n.index)
             return None
         e = substitute(expr, visit)
         # f's previous value becomes the intermediate's (at the same, renamed coordinates)
         return substitute(e, lambda n: FuncCall(g, n.args + (Var(new_var),), n.index, n.type)
                           if isinstance(n, FuncCall) and n.func is f else None)
     if rd.predicate is not None:
-        if new_rd is None:
-            raise HdslError("rfactor of a one-dimensional rdom with a 'where' condition is not supported", where)
         new_rd.predicate = to_intm(rd.predicate)
     g_update = Update([to_intm(a) for a in gargs], [to_intm(v) for v in u.values], new_rd, u.span)
     g.updates = [g_update]
     # f's update now folds the intermediate over r.x alone, at every point of f (Halide: the
     # reducing stage's args are the pure vars, so a histogram's merge runs over all its bins)
-    x_rd = RDom(f"{rd.name}.{'xyzw'[x] if x < 4 else x}", [rd.bounds[x]], None, rd.span)
+    x_rd = RDom(rd.name, [b if i == x else point for i, b in enumerate(rd.bounds)], None, rd.span)
     pargs = tuple(Var(a) for a in pure)
     prev = [FuncCall(f, pargs, i, t) for i, t in enumerate(types)]
-    part = [FuncCall(g, pargs + (RVar(x_rd, 0),), i, t) for i, t in enumerate(types)]
+    part = [FuncCall(g, pargs + (RVar(x_rd, x),), i, t) for i, t in enumerate(types)]
     defs[id(f)].updates[stage] = Update(list(pargs), combine(elems, prev, part), x_rd, u.span)
     defs[id(g)] = Definitions(g, list(g.values), [g_update])
     scheds[id(g)] = FuncSchedule(Level("root"), Level("root"),

@@ -378,8 +378,9 @@ class _Recorder:
                                 f"iterations must run in order; {name} a pure var's loop instead")
                     else:
                         hint = (f"factor the reduction first: rfactor({racy[0]}, u) computes partial results "
-                                f"over u in parallel (an rvar runs in {name} only as a coordinate of the "
-                                f"left-hand side that every read of '{f.name}' shares: "
+                                f"over u in parallel (a reduction variable's loop may be "
+                                f"{'run in parallel' if name == 'parallel' else 'vectorized' if name == 'vectorize' else 'mapped to the GPU'} only when it "
+                                f"is a coordinate of the left-hand side that every read of '{f.name}' shares: "
                                 f"{f.name}({racy[0]}) = {f.name}({racy[0]}) * 2)")
                     el.error(f"'{name}' of {what} would let its iterations race: different values of "
                              f"{racy[0]} may update the same point of '{f.name}'", at(k), hint)

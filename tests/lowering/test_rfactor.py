@@ -346,3 +346,60 @@ schedule {{
                 z *= complex(arr[yy, xx] + xx, arr[yy, xx] - yy)
         want[:, x] = [round(z.real), round(z.imag)]
     assert_both(p, [4, 2], want.astype(np.int32), a=arr)
+
+
+ROUTED = """
+pipeline sr
+input img: i32[2]
+output total: i32[1]
+algorithm {
+    rdom r = img
+    total(c) = 0
+    total(c) += img(r.x, r.y) * (c + 1)
+}
+schedule { SCHED }
+"""
+
+
+@pytest.mark.parametrize("sched", [
+    "total.update(0).split(r.x, a, b, 4).unroll(b).rfactor(r.y, v)",      # r.x's loops: the intermediate's
+    "total.update(0).split(r.y, a, b, 2).rfactor(r.y, v)",                # r.y's loops: the merge's
+    "total.update(0).reorder(r.y, r.x).rfactor(r.x, v)",                  # both: reordered in the intermediate
+    "total.update(0).split(r.x, a, b, 2).reorder(r.y, b, a).rfactor(r.y, v)",   # (the merge has no a, b)
+    "total.update(0).rfactor(r.x, v)\n total.update(0).parallel(c, 2)",   # the merge stage, afterwards
+])
+def test_directives_before_rfactor_go_with_their_loops(sched):
+    """Halide's Stage::rfactor copies the stage's schedule (its RVar splits) to the intermediate
+    and keeps the preserved RVar for the merge (Func.cpp: intm's `schedule() =
+    definition.schedule().get_copy()`, `definition.schedule().dims() = reducing_dims`); a split
+    of r.x written before rfactor(r.y, v) used to reach the merge stage and fail there
+    ("internal compiler error: KeyError: 'r.x'")."""
+    p = hdsl.loads(ROUTED.replace("SCHED", sched), "sr.hl")
+    img = np.random.RandomState(13).randint(-50, 50, (7, 9)).astype(np.int32)
+    assert_both(p, [3], (img.sum() * np.arange(1, 4)).astype(np.int32), img=img)
+
+
+def test_a_directive_mixing_kept_and_moved_rvars_is_refused():
+    p = hdsl.loads(ROUTED.replace("SCHED", "total.update(0).fuse(r.x, r.y, q).rfactor(r.y, v)"), "sr.hl")
+    with pytest.raises(hdsl.HdslError, match="'fuse' here mixes r.y, which rfactor keeps"):
+        p.compile("host")
+
+
+def test_rfactor_of_a_one_dimensional_predicated_rdom():
+    """Halide's rfactor.cpp, rdom_with_predicate_rfactor_test, in one dimension: the `where`
+    condition goes to the intermediate (refused before: "not supported")."""
+    src = """
+pipeline p1
+input img: i32[1]
+output s: i32[1]
+algorithm {
+    rdom r = [0..img.width] where r.x % 3 != 1
+    s(c) = 0
+    s(c) += img(r.x) * (c + 1)
+}
+schedule { s.update(0).rfactor(r.x, u) }
+"""
+    p = hdsl.loads(src, "p1.hl")
+    img = np.random.RandomState(14).randint(-9, 9, 17).astype(np.int32)
+    keep = np.arange(17) % 3 != 1
+    assert_both(p, [2], (img[keep].sum() * np.arange(1, 3)).astype(np.int32), img=img)
