@@ -29,6 +29,10 @@ commutative: as Halide requires for non-commutative operators, only the
 outermost reduction variable may be factored out, which keeps the order of
 the whole reduction and so its exact result.
 
+r.x may also be a loop split from a reduction variable (`split(r.x, rxo, rxi, n)` then
+`rfactor(rxo, u)`): the split is first made the rdom's own (_split_rdom). Directives written on
+the stage before rfactor go with the loops they name (_route).
+
 The intermediate is computed at the root with its loops over u parallel.
 Integer results are unchanged (wrapping + and * are associative and
 commutative); float sums and products are reassociated, which the spec
@@ -59,6 +63,8 @@ def apply_rfactor(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[
                 if d.name != "rfactor":
                     continue
                 k = ds.index(d)
+                if defs[id(f)].updates[stage].rdom is not None:
+                    d, k = _split_rdom(f, stage, ds, k, defs)
                 rd = defs[id(f)].updates[stage].rdom
                 g = _factor(f, stage, d, defs, scheds)
                 # the directives written before rfactor shaped the whole update: each goes
@@ -259,6 +265,61 @@ def combine(elems: list[_Element], x: list[Expr], y: list[Expr]) -> list[Expr]:
         hold, other = (x[k], y[k]) if el.keep_x_if else (y[k], x[k])
         out.append(Select(cond, hold, other, t))
     return out
+
+
+def _split_rdom(f: Func, stage: int, ds: list[Directive], k: int, defs) -> tuple[Directive, int]:
+    """rfactor(rxo, u) of a loop split from a reduction variable, `split(r.x, rxo, rxi, n)`
+    earlier on the stage (Halide's parallel_dot_product_rfactor_test): the split becomes the
+    rdom's, r.x = min + n * rxo + rxi over two dims, with `n * rxo + rxi < extent` in the
+    `where` condition when n may not divide the extent; the directives that name the loops
+    are renamed to the new dims. Returns the rfactor directive and its index, rewritten."""
+    from hdsl.ir.simplify import simplify
+    d = ds[k]
+    u = defs[id(f)].updates[stage]
+    rd = u.rdom
+    names = [RVar(rd, i).name for i in range(len(rd.bounds))]
+    if d.args[0] in names:
+        return d, k
+    split = next((e for e in ds[:k] if e.name == "split" and e.args[0] in names and d.args[0] in e.args[1:3]), None)
+    if split is None:
+        raise HdslError(f"rfactor of '{d.args[0]}' needs it to be a reduction variable, or a loop that "
+                        "split(...) made from one", d.span,
+                        f"the rdom's variables are {', '.join(names)}")
+    v, vo, vi, n = split.args
+    j = names.index(v)
+    lo, ext = rd.bounds[j]
+    one = (Const(I32, 0), Const(I32, n))
+    outer = (Const(I32, 0), simplify(BinOp("/", BinOp("+", ext, Const(I32, n - 1), I32), Const(I32, n), I32)))
+    new = RDom(rd.name, list(rd.bounds[:j]) + [one, outer] + list(rd.bounds[j + 1:]), None, rd.span)
+    shift = {i: (i if i < j else i + 1) for i in range(len(rd.bounds)) if i != j}
+    point = BinOp("+", BinOp("*", RVar(new, j + 1), Const(I32, n), I32), RVar(new, j), I32)
+
+    e = simplify(ext)
+    tail = not (isinstance(e, Const) and e.value % n == 0)
+    # (clamped, a no-op where the tail's condition holds, so that bounds inference sees that
+    # nothing past the end is touched, as loops.py's guarded splits do)
+    at = BinOp("+", lo, point, I32)
+    if tail:
+        at = BinOp("min", at, BinOp("-", BinOp("+", lo, ext, I32), Const(I32, 1), I32), I32)
+
+    def move(e):
+        return substitute(e, lambda m: (at if m.index == j else RVar(new, shift[m.index]))
+                          if isinstance(m, RVar) and m.rdom is rd else None)
+    preds = [move(rd.predicate)] if rd.predicate is not None else []
+    if tail:
+        preds.append(BinOp("<", point, ext, BOOL))          # the last tile's points past the end
+    for p in preds[1:]:
+        preds[0] = BinOp("&&", preds[0], p, BOOL)
+    new.predicate = preds[0] if preds else None
+    defs[id(f)].updates[stage] = Update([move(a) for a in u.args], [move(v) for v in u.values], new, u.span,
+                                        u.iir)
+    rename = {names[i]: RVar(new, shift[i]).name for i in shift}
+    rename.update({vi: RVar(new, j).name, vo: RVar(new, j + 1).name})
+    ds.remove(split)
+    ds[:] = [Directive(e.name, [rename.get(a, a) if isinstance(a, str) else a for a in e.args], e.span, e.stage)
+             for e in ds]
+    d = next(e for e in ds if e.name == "rfactor")
+    return d, ds.index(d)
 
 
 def _route(before: list[Directive], names: list[str], d: Directive) -> tuple[list[Directive], list[Directive]]:

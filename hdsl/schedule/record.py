@@ -275,8 +275,9 @@ class _Recorder:
                          f"its dimensions are {', '.join(f.args)}")
             return name
         if kind == "rvar":
-            if name not in st.rvars:
-                el.error(f"'{name}' is not a reduction variable of this update", a.span)
+            if name not in st.rvars and (len(st.origin.get(name, ())) != 1 or name not in st.vars):
+                el.error(f"'{name}' is not a reduction variable of this update", a.span,
+                         f"its loops are {st.display()} (innermost first)")
             return name
         if kind == "new":
             if name in st.vars or name in st.alias:

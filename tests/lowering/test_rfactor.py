@@ -403,3 +403,59 @@ schedule { s.update(0).rfactor(r.x, u) }
     img = np.random.RandomState(14).randint(-9, 9, 17).astype(np.int32)
     keep = np.arange(17) % 3 != 1
     assert_both(p, [2], (img[keep].sum() * np.arange(1, 3)).astype(np.int32), img=img)
+
+
+DOT = """
+pipeline dot
+input a: f32[1]
+input b: i32[1]
+output s: i32[1]
+output fs: f32[1]
+algorithm {
+    rdom r = [0..b.width]
+    s(c) = 0
+    s(c) += b(r.x) * (c + 1)
+    fs(c) = 0.0f
+    fs(c) += a(r.x) * f32(c + 1)
+}
+schedule {
+    s.update(0).split(r.x, rxo, rxi, N).PART(rxo, u)
+    fs.update(0).split(r.x, rxo, rxi, N).rfactor(rxo, u)
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 128])
+@pytest.mark.parametrize("part", ["rfactor", "unroll(rxi).rfactor"])
+@pytest.mark.parametrize("length", [1, 23, 40])
+def test_rfactor_of_a_split_reduction_variable(n, part, length):
+    """Halide's rfactor.cpp, parallel_dot_product_rfactor_test: `dot.update(0).split(r.x, rxo,
+    rxi, 128)` then `rfactor(rxo, u)` — a one-dimensional reduction made parallel over its
+    tiles; the last tile's points past the end are skipped (n need not divide the length)."""
+    sched_part = part.replace("(rxo, u)", "")
+    src = DOT.replace("N", str(n)).replace("PART(rxo, u)", f"{sched_part}(rxo, u)")
+    p = hdsl.loads(src, "dot.hl")
+    rs = np.random.RandomState(length + n)
+    b = rs.randint(-1000, 1000, length).astype(np.int32)
+    a = rs.rand(length).astype(np.float32)
+    got = p.compile("host").realize([[3], [3]], a=a, b=b)
+    ref = p.realize([[3], [3]], a=a, b=b)
+    want = (int(b.sum()) * np.arange(1, 4)).astype(np.int32)
+    assert np.array_equal(ref[0], want) and np.array_equal(got[0], want)
+    assert np.allclose(got[1], ref[1], rtol=1e-5) and np.allclose(ref[1], a.sum() * np.arange(1, 4), rtol=1e-5)
+
+
+def test_rfactor_of_the_outer_half_of_a_split_argmin():
+    """An argmin factored over the outer loop of its outermost reduction variable's split keeps
+    the reduction's order, so its ties resolve as serially."""
+    src = ARGMIN.replace("CMP", "<").replace("rfactor(r.y, v)", "split(r.y, ryo, ryi, 2).rfactor(ryo, v)")
+    p = hdsl.loads(src, "am.hl")
+    img = np.random.RandomState(15).randint(0, 3, (9, 5)).astype(np.int32)
+    want = np.array([_argmin_reference(img * (c + 1), True) for c in range(2)], np.int32)
+    assert_both(p, [2], want, img=img)
+
+
+def test_rfactor_of_a_fused_loop_is_refused():
+    p_src = ROUTED.replace("SCHED", "total.update(0).fuse(r.x, r.y, q).rfactor(q, v)")
+    with pytest.raises(hdsl.HdslError, match="'q' is not a reduction variable of this update"):
+        hdsl.loads(p_src, "sr.hl").compile("host")
