@@ -71,7 +71,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         site = None
         if level.kind == "at":
             g, v = level.func, level.var
-            site = compute_site(stmt, g, 1 + len(defs[id(g)].updates if id(g) in defs else g.updates), v, f)
+            site = compute_site(stmt, g, _stage_count(g, defs), v, f)
             if site is None:
                 raise HdslError(f"'{f.name}' is computed at loop '{v}' of '{g.name}', but '{g.name}' has no such "
                                 "loop (is it computed inline?)", level.span,
@@ -126,7 +126,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
             if st.kind == "root":
                 stmt = lb.realize(f, stmt, fold)
             else:
-                loop = compute_site(stmt, st.func, 1 + len(defs[id(st.func)].updates), st.var, f)
+                loop = compute_site(stmt, st.func, _stage_count(st.func, defs), st.var, f)
                 if loop is None:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", st.span)
@@ -134,6 +134,11 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
     return fix_extents(stmt, lb.deferred)
+
+
+def _stage_count(g, defs) -> int:
+    """g's stages, its pure definition and updates (an inlined g is not in defs)."""
+    return 1 + len(defs[id(g)].updates if id(g) in defs else g.updates)
 
 
 def _computed_within(f, defs, scheds, loops: set[str]) -> bool:
