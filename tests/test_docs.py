@@ -1,0 +1,280 @@
+"""Every program in the docs is checked; the runnable ones are run.
+
+The fenced blocks of docs/*.md follow one convention (stated in docs/language.md):
+
+    ```hl                   a complete program: `hdsl check` passes
+    ```hl run [size=W,H] [close]
+                            also run: on random inputs, native code with every CPU
+                            schedule block gives exactly the reference evaluator's
+                            values (`close`: to a few ulp, for programs calling the
+                            C library's exp/log/pow/sin...)
+    ```hl-fragment          part of a program (a statement form, a fn, a schedule
+                            line); not checked alone, and never a whole program
+    ```hl-error             a program with a mistake; the next block is ```text and
+                            holds exactly what `hdsl check` prints for it (stderr),
+                            run on the file named in that text
+    anything else           not hdsl (```sh, ```text, ```python, ...); never a program
+
+The language reference's programs replace the checks this project once made on
+the contract's own text (which a clone does not have): `test_language_md_covers`
+says which constructs they must show.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+KINDS = {"hl", "hl-fragment", "hl-error"}
+NOT_HDSL = {"", "text", "sh", "console", "python", "c"}
+GPU_SCHEDULES = {"cuda", "opengl", "auto"}
+
+
+@dataclass
+class Block:
+    doc: str
+    line: int            # of the opening fence, 1-based
+    info: str            # the words after the fence
+    text: str
+
+    @property
+    def kind(self) -> str:
+        return self.info.split()[0] if self.info else ""
+
+    @property
+    def options(self) -> list[str]:
+        return self.info.split()[1:]
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+def blocks_of(text: str, doc: str) -> list[Block]:
+    """The fenced blocks of a Markdown text, in order (``` fences at the start of a line)."""
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = re.match(r"^```(.*)$", lines[i])
+        if not m:
+            i += 1
+            continue
+        start, body = i, []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        if i == len(lines):
+            raise AssertionError(f"{doc}:{start + 1}: a fence that is never closed")
+        out.append(Block(doc, start + 1, m.group(1).strip(), "\n".join(body) + "\n"))
+        i += 1
+    return out
+
+
+def all_blocks() -> list[Block]:
+    return [b for path in sorted(DOCS.glob("*.md")) for b in blocks_of(path.read_text(), path.name)]
+
+
+BLOCKS = all_blocks()
+PROGRAMS = [b for b in BLOCKS if b.kind == "hl"]
+RUNS = [b for b in PROGRAMS if b.options[:1] == ["run"]]
+ERRORS = [(b, BLOCKS[i + 1] if i + 1 < len(BLOCKS) else None)
+          for i, b in enumerate(BLOCKS) if b.kind == "hl-error"]
+
+
+def hdsl_check(directory: Path, filename: str, source: str) -> tuple[int, str]:
+    """`hdsl check FILENAME` run in `directory` with `source` in the file: (status, stderr)."""
+    (directory / filename).write_text(source)
+    err = io.StringIO()
+    old = os.getcwd()
+    os.chdir(directory)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["check", filename])
+    finally:
+        os.chdir(old)
+    return code, err.getvalue()
+
+
+# ---------------------------------------------------------------------------- the convention
+
+def test_blocks_follow_the_convention():
+    """Every fence is one of the kinds above, and no program hides in a block nobody checks."""
+    for b in BLOCKS:
+        assert b.kind in KINDS | NOT_HDSL, f"{b.id}: unknown fence '```{b.info}'"
+        if b.kind != "hl":
+            assert not re.search(r"^\s*pipeline\s+\w+", b.text, re.M) or b.kind == "hl-error", \
+                f"{b.id}: a whole program in a '```{b.info}' block; make it ```hl so that it is checked"
+        if b.kind == "hl":
+            assert set(b.options) <= {"run", "close"} | {o for o in b.options if o.startswith("size=")}, b.id
+    for b, following in ERRORS:
+        assert following is not None and following.kind == "text", \
+            f"{b.id}: an ```hl-error block is followed by ```text holding the message"
+
+
+def test_the_docs_have_programs():
+    per_doc = {}
+    for b in PROGRAMS:
+        per_doc[b.doc] = per_doc.get(b.doc, 0) + 1
+    assert per_doc.get("language.md", 0) >= 25
+    assert per_doc.get("tutorial.md", 0) >= 6
+    assert per_doc.get("halide.md", 0) >= 5
+    assert per_doc.get("stdlib.md", 0) >= 5
+    assert sum(1 for b in RUNS if b.doc == "tutorial.md") == per_doc["tutorial.md"], \
+        "every tutorial program is run"
+    assert sum(1 for b, _ in ERRORS if b.doc == "language.md") >= 20
+
+
+def test_the_harness_can_fail(tmp_path):
+    """A misspelt Func is an error with a position, so a broken ```hl block would fail."""
+    src = next(b.text for b in PROGRAMS if "blur_x(x, y + 1)" in b.text)
+    code, err = hdsl_check(tmp_path, "prog.hl", src.replace("blur_x(x, y + 1)", "blur_y(x, y + 1)"))
+    assert code == 1
+    assert re.search(r"prog\.hl:\d+:\d+: error: 'blur_y' is not defined; did you mean 'blur_x'\?", err)
+    fence = blocks_of("x\n```hl run size=4,5\npipeline p\n```\n```text\nt\n```\n", "t.md")
+    assert [(b.kind, b.options, b.line) for b in fence] == [("hl", ["run", "size=4,5"], 2), ("text", [], 5)]
+
+
+# ---------------------------------------------------------------------------- programs
+
+@pytest.mark.parametrize("block", PROGRAMS, ids=lambda b: b.id)
+def test_program_checks(block, tmp_path):
+    code, err = hdsl_check(tmp_path, "example.hl", block.text)
+    assert code == 0, f"{block.id}\n{block.text}\n{err}"
+
+
+@pytest.mark.parametrize("pair", ERRORS, ids=lambda p: p[0].id)
+def test_error_message_is_the_real_one(pair, tmp_path):
+    block, expected = pair
+    m = re.match(r"([\w.-]+\.hl):\d+:\d+: error: ", expected.text)
+    assert m, f"{expected.id}: the message starts with FILE.hl:LINE:COL: error:"
+    code, err = hdsl_check(tmp_path, m.group(1), block.text)
+    assert code == 1
+    assert "Traceback" not in err and "internal" not in err
+    assert err.rstrip("\n") == expected.text.rstrip("\n"), f"{block.id}: the docs show\n{expected.text}\n" \
+                                                          f"but hdsl check prints\n{err}"
+
+
+# ---------------------------------------------------------------------------- runs
+
+def random_input(rng, t, shape) -> np.ndarray:
+    if t.is_bool():
+        return rng.integers(0, 2, shape).astype(bool)
+    if t.is_float():
+        return rng.uniform(0, 1, shape).astype(t.dtype)
+    if t.is_uint():
+        return rng.integers(0, min(t.max_value(), 2 ** 16 - 1) + 1, shape).astype(t.dtype)
+    return rng.integers(-1000, 1001, shape).astype(t.dtype)
+
+
+def run_inputs(p, seed: int) -> dict[str, np.ndarray]:
+    """Random inputs of odd sizes (53 x 37, 3 channels; 1-D: 300), numbered like the API's arrays."""
+    rng = np.random.default_rng(seed)
+    shapes = {1: (300,), 2: (37, 53), 3: (37, 53, 3)}
+    return {b.name: random_input(rng, b.type, shapes[b.dims]) for b in p.ir.inputs}
+
+
+def same(a: np.ndarray, b: np.ndarray, close: bool) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if close and a.dtype.kind == "f":
+        return np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if close:
+        return np.abs(a.astype(np.int64) - b.astype(np.int64)).max(initial=0) <= 1
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("block", RUNS, ids=lambda b: b.id)
+def test_program_runs_natively_as_the_evaluator_says(block):
+    p = hdsl.loads(block.text, "example.hl")
+    inputs = run_inputs(p, block.line)
+    sizes = [o for o in block.options if o.startswith("size=")]
+    if sizes:
+        size = tuple(int(v) for v in sizes[0][5:].split(","))
+        ref = p.realize(size, **inputs)
+    else:
+        ref = p(**inputs)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    assert all(r.size > 0 for r in refs)
+    names = [None] + [n for n in p.ir.schedules if n is not None and n not in GPU_SCHEDULES]
+    for name in names:
+        native = p.compile("host", schedule=name)
+        got = native.realize(size, **inputs) if sizes else native(**inputs)
+        gots = got if isinstance(got, tuple) else (got,)
+        for k, (g, r) in enumerate(zip(gots, refs)):
+            assert same(g, r, "close" in block.options), f"{block.id}: schedule {name!r}, output {k}"
+
+
+# ---------------------------------------------------------------------------- coverage and links
+
+# What the language reference's programs must show between them (each a regular
+# expression over the ```hl and ```hl-error blocks of docs/language.md).
+CONSTRUCTS = {
+    "a pipeline header": r"^pipeline \w+",
+    "an input": r"^input\s+\w+:\s*\w+\[\d\]",
+    "a param with a default": r"^param\s+\w+:\s*\w+\s*=",
+    "a param without a default": r"^param\s+\w+:\s*\w+\s*$",
+    "several outputs": r"^output[^\n]*\n(?:[^\n]*\n)*?output ",
+    "a const": r"^const \w+ =",
+    "use boundary": r"^use boundary",
+    "use of a stdlib module": r"^use (?!boundary)\w+",
+    "a fn": r"^fn \w+\(",
+    "a compile-time for": r"for \w+ in ",
+    "an array of Funcs": r"\w+\[\w+\]\(x, y\) =",
+    "a tuple": r"\) = \(.*, .*\)\s*$",
+    "a tuple element read": r"\)\[1\]",
+    "+=": r"\) \+= ", "-=": r"\) -= ", "*=": r"\) \*= ", "/=": r"\) /= ",
+    "an rdom of ranges": r"rdom \w+ = \[",
+    "an rdom over an input": r"rdom \w+ = \w+\s*$",
+    "an rdom with where": r"rdom [^\n]* where ",
+    "a computed left-hand side": r"\w+\(clamp\(",
+    "a scan": r"\w+\(r\.x, y\) = \w+\(r\.x - 1, y\)",
+    "let": r"\blet \w+ =", "var": r"\bvar \w+",
+    "inline reductions": r"\bsum\(", "argmax": r"\bargmax\(", "minimum": r"\bminimum\(",
+    "a recursive filter": r"\.iir\([+-]\w+",
+    "select": r"\bselect\(", "?:": r" \? [^\n]* : ",
+    "a saturating cast": r"\bu8_sat\(",
+    "partial application": r"^\s*\w+ = \w+ [-+*] \w+\(?",
+    "a named schedule": r"^schedule \w+ \{",
+    "print": r"\bprint\(",
+    "update(i)": r"\.update\(0\)",
+    "rfactor": r"\.rfactor\(",
+    "tile_iir": r"\.tile_iir\(",
+    "compute_at": r"\.compute_at\(", "store_at": r"\.store_at\(",
+    "fuse": r"\.fuse\(", "reorder": r"\.reorder\(", "bound": r"\.bound\(",
+    "reorder_storage": r"\.reorder_storage\(", "unroll": r"\.unroll\(",
+    "buffer properties": r"\.dim\(\d\)\.(min|extent)",
+}
+
+
+def test_language_md_covers_every_construct():
+    text = "\n".join(b.text for b in BLOCKS if b.doc == "language.md" and b.kind in ("hl", "hl-error"))
+    missing = [what for what, rx in CONSTRUCTS.items() if not re.search(rx, text, re.M)]
+    assert not missing, f"docs/language.md has no checked program showing: {missing}"
+
+
+def test_readme_links_the_docs():
+    readme = (ROOT / "README.md").read_text()
+    for doc in ("docs/language.md", "docs/tutorial.md", "docs/halide.md", "docs/compiler.md", "docs/stdlib.md"):
+        assert f"({doc})" in readme, f"README does not link {doc}"
+        assert (ROOT / doc).is_file()
+    assert "../shared" not in readme
+
+
+def test_no_test_reads_outside_the_checkout():
+    """A clone has no ../shared beside it: no test may reach for it."""
+    for path in (ROOT / "tests").rglob("*.py"):
+        if path.name == "test_docs.py":
+            continue
+        text = path.read_text()
+        assert '"shared"' not in text and "../shared" not in text, f"{path} reads outside the checkout"
