@@ -126,8 +126,8 @@ def test_the_docs_have_programs():
     per_doc = {}
     for b in PROGRAMS:
         per_doc[b.doc] = per_doc.get(b.doc, 0) + 1
-    assert per_doc.get("language.md", 0) >= 25
-    assert per_doc.get("tutorial.md", 0) >= 6
+    assert per_doc.get("language.md", 0) >= 18
+    assert per_doc.get("tutorial.md", 0) >= 5
     assert per_doc.get("halide.md", 0) >= 5
     assert per_doc.get("stdlib.md", 0) >= 5
     assert sum(1 for b in RUNS if b.doc == "tutorial.md") == per_doc["tutorial.md"], \
