@@ -13,6 +13,10 @@ The fenced blocks of docs/*.md follow one convention (stated in docs/language.md
     ```hl-error             a program with a mistake; the next block is ```text and
                             holds exactly what `hdsl check` prints for it (stderr),
                             run on the file named in that text
+    ```hl-error run input=W,H
+                            a program that checks but fails when run on inputs of
+                            that size; the ```text block after it is the error,
+                            the same from native code and from the evaluator
     anything else           not hdsl (```sh, ```text, ```python, ...); never a program
 
 The language reference's programs replace the checks this project once made on
@@ -88,8 +92,10 @@ def all_blocks() -> list[Block]:
 BLOCKS = all_blocks()
 PROGRAMS = [b for b in BLOCKS if b.kind == "hl"]
 RUNS = [b for b in PROGRAMS if b.options[:1] == ["run"]]
-ERRORS = [(b, BLOCKS[i + 1] if i + 1 < len(BLOCKS) else None)
-          for i, b in enumerate(BLOCKS) if b.kind == "hl-error"]
+ERROR_PAIRS = [(b, BLOCKS[i + 1] if i + 1 < len(BLOCKS) else None)
+               for i, b in enumerate(BLOCKS) if b.kind == "hl-error"]
+ERRORS = [(b, t) for b, t in ERROR_PAIRS if "run" not in b.options]
+RUN_ERRORS = [(b, t) for b, t in ERROR_PAIRS if "run" in b.options]
 
 
 def hdsl_check(directory: Path, filename: str, source: str) -> tuple[int, str]:
@@ -117,7 +123,9 @@ def test_blocks_follow_the_convention():
                 f"{b.id}: a whole program in a '```{b.info}' block; make it ```hl so that it is checked"
         if b.kind == "hl":
             assert set(b.options) <= {"run", "close"} | {o for o in b.options if o.startswith("size=")}, b.id
-    for b, following in ERRORS:
+        if b.kind == "hl-error" and b.options:
+            assert b.options[0] == "run" and len(b.options) == 2 and b.options[1].startswith("input="), b.id
+    for b, following in ERROR_PAIRS:
         assert following is not None and following.kind == "text", \
             f"{b.id}: an ```hl-error block is followed by ```text holding the message"
 
@@ -143,6 +151,10 @@ def test_the_harness_can_fail(tmp_path):
     assert re.search(r"prog\.hl:\d+:\d+: error: 'blur_y' is not defined; did you mean 'blur_x'\?", err)
     fence = blocks_of("x\n```hl run size=4,5\npipeline p\n```\n```text\nt\n```\n", "t.md")
     assert [(b.kind, b.options, b.line) for b in fence] == [("hl", ["run", "size=4,5"], 2), ("text", [], 5)]
+    a = np.array([1.0, 2.0], np.float32)
+    assert same(a, a.copy(), False) and not same(a, a + np.float32(1e-6), False)
+    assert same(a, a + np.float32(1e-6), True) and not same(a, a.astype(np.float64), True)
+    assert not same(np.array([3], np.uint8), np.array([5], np.uint8), True)
 
 
 # ---------------------------------------------------------------------------- programs
@@ -213,6 +225,21 @@ def test_program_runs_natively_as_the_evaluator_says(block):
         gots = got if isinstance(got, tuple) else (got,)
         for k, (g, r) in enumerate(zip(gots, refs)):
             assert same(g, r, "close" in block.options), f"{block.id}: schedule {name!r}, output {k}"
+
+
+@pytest.mark.parametrize("pair", RUN_ERRORS, ids=lambda p: p[0].id)
+def test_run_time_error_is_the_real_one(pair):
+    """The evaluator and native code refuse the run with the message the docs show."""
+    block, expected = pair
+    w, h = (int(v) for v in block.options[1][len("input="):].split(","))
+    p = hdsl.loads(block.text, "example.hl")
+    rng = np.random.default_rng(0)
+    inputs = {b.name: random_input(rng, b.type, (h, w)) for b in p.ir.inputs}
+    assert all(b.dims == 2 for b in p.ir.inputs)
+    for runner in (p, p.compile("host")):
+        with pytest.raises(hdsl.HdslError) as e:
+            runner(**inputs)
+        assert e.value.render() == expected.text.rstrip("\n"), f"{block.id}: target {runner.target}"
 
 
 # ---------------------------------------------------------------------------- coverage and links
