@@ -19,6 +19,9 @@ The fenced blocks of docs/*.md follow one convention (stated in docs/language.md
                             the same from native code and from the evaluator
     anything else           not hdsl (```sh, ```text, ```python, ...); never a program
 
+After a deliberate change to a message, `.venv/bin/python tests/test_docs.py --update`
+rewrites the messages in the docs; read the diff before committing it.
+
 The language reference's programs replace the checks this project once made on
 the contract's own text (which a clone does not have): `test_language_md_covers`
 says which constructs they must show.
@@ -305,3 +308,48 @@ def test_no_test_reads_outside_the_checkout():
             continue
         text = path.read_text()
         assert '"shared"' not in text and "../shared" not in text, f"{path} reads outside the checkout"
+
+
+def _real_message(block: Block, expected: Block, directory: Path) -> str | None:
+    """What hdsl says for an ```hl-error block today (None: it does not fail)."""
+    if "run" in block.options:
+        w, h = (int(v) for v in block.options[1][len("input="):].split(","))
+        p = hdsl.loads(block.text, "example.hl")
+        rng = np.random.default_rng(0)
+        try:
+            p(**{b.name: random_input(rng, b.type, (h, w)) for b in p.ir.inputs})
+        except hdsl.HdslError as e:
+            return e.render()
+        return None
+    m = re.match(r"([\w.-]+\.hl):\d+:\d+: error: ", expected.text)
+    code, err = hdsl_check(directory, m.group(1) if m else "example.hl", block.text)
+    return err.rstrip("\n") if code == 1 else None
+
+
+if __name__ == "__main__":
+    # After a deliberate change to a message: rewrite the ```text blocks that follow the
+    # docs' ```hl-error blocks with what hdsl says now, then read the diff as a reviewer would.
+    import sys
+    import tempfile
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: test_docs.py --update")
+    work = Path(tempfile.mkdtemp())
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text()
+        lines = text.splitlines(keepends=True)
+        blocks = blocks_of(text, path.name)
+        # from the last block up, so that earlier line numbers stay right
+        for i in reversed(range(len(blocks) - 1)):
+            b, nxt = blocks[i], blocks[i + 1]
+            if b.kind != "hl-error" or nxt.kind != "text":
+                continue
+            msg = _real_message(b, nxt, work)
+            if msg is None:
+                print(f"{b.id}: the program no longer fails; fix the docs by hand", file=sys.stderr)
+                continue
+            body_start, body_end = nxt.line, nxt.line + len(nxt.text.splitlines())
+            lines[body_start:body_end] = [msg + "\n"]
+        new = "".join(lines)
+        if new != text:
+            path.write_text(new)
+            print(f"rewrote {path.relative_to(ROOT)}")
