@@ -245,6 +245,20 @@ def test_run_time_error_is_the_real_one(pair):
         assert e.value.render() == expected.text.rstrip("\n"), f"{block.id}: target {runner.target}"
 
 
+def test_the_refused_blur_runs_on_its_inner_points():
+    """language.md section 9: the blur without a boundary condition runs with --min 1,1 and
+    an output two pixels smaller, natively and on the evaluator, and is the 3x3 box blur
+    (checked with NumPy; values below 21845, so the u16 sums do not wrap)."""
+    block = next(b for b, _ in RUN_ERRORS if b.doc == "language.md" and "pipeline blur" in b.text)
+    p = hdsl.loads(block.text, "blur.hl")
+    img = np.random.default_rng(5).integers(0, 21845, (192, 256)).astype(np.uint16)
+    bx = (img[:, :-2].astype(np.int64) + img[:, 1:-1] + img[:, 2:]) // 3
+    expected = (bx[:-2] + bx[1:-1] + bx[2:]) // 3
+    for runner in (p, p.compile("host")):
+        got = runner.realize((254, 190), min=(1, 1), img=img)
+        assert got.dtype == np.uint16 and np.array_equal(got, expected), runner.target
+
+
 # ---------------------------------------------------------------------------- coverage and links
 
 # What the language reference's programs must show between them (each a regular
