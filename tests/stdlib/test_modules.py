@@ -89,7 +89,7 @@ def test_all_modules_together():
 
 
 def doc_examples() -> list[str]:
-    return re.findall(r"```hl\n(.*?)```", (ROOT / "docs" / "stdlib.md").read_text(), re.S)
+    return re.findall(r"```hl[^\n]*\n(.*?)```", (ROOT / "docs" / "stdlib.md").read_text(), re.S)
 
 
 def test_docs_have_an_example_per_module():
