@@ -57,7 +57,7 @@ def cache_location() -> Path:
     return Path.home() / ".cache" / "hdsl"
 
 
-_usable: dict[str, bool] = {}          # cache directories tried in this process, and the outcome
+_usable: set[str] = set()              # cache directories written to in this process
 _warned: set[str] = set()
 _cache_lock = threading.Lock()
 
@@ -85,21 +85,18 @@ def cache_dir() -> Path | None:
     except (RuntimeError, KeyError) as e:          # no home directory to be found
         cache_warning("~/.cache/hdsl", _reason(e))
         return None
-    key = str(d)
-    ok = _usable.get(key)
-    if ok is None:
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            # a real write (os.access says yes to root on a read-only file system)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if str(d) not in _usable:
+            # a real write, once per process (os.access says yes to root on a read-only mount)
             fd, probe = tempfile.mkstemp(dir=d, prefix=".probe-")
             os.close(fd)
             os.unlink(probe)
-            ok = True
-        except OSError as e:
-            ok = False
-            cache_warning(d, _reason(e))
-        _usable[key] = ok
-    return d if ok else None
+            _usable.add(str(d))
+    except OSError as e:
+        cache_warning(d, _reason(e))
+        return None
+    return d
 
 
 CHECKSUM_MAGIC = b"HDSLSUM1"
