@@ -117,6 +117,20 @@ def test_damaged_cached_objects_are_compiled_afresh(damage, filled_cache, tmp_pa
         assert jit.read_cached_objects(o) is not None, f"{o.name} was not replaced"
 
 
+def test_a_cache_file_that_cannot_be_written_costs_only_the_cache(filled_cache, tmp_path, expected):
+    """Each object's place taken by a directory: it cannot be read or replaced (as on a full
+    disk, a write fails after the directory was found usable): one warning, a right result, and no
+    temporary file left behind."""
+    cache = tmp_path / "cache"
+    shutil.copytree(filled_cache, cache)
+    for o in cache.glob("*.o"):
+        o.unlink()
+        o.mkdir()
+    r = _check_run(tmp_path, expected, {"HDSL_CACHE_DIR": cache})
+    _warnings(r.stderr)
+    assert all(o.is_dir() for o in cache.glob("*.o")) and not list(cache.glob("*.tmp"))
+
+
 def _warnings(stderr: str) -> list[str]:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr           # one warning line, nothing else
