@@ -273,7 +273,10 @@ def _intern_key(e: Expr):
 def intern(e: Expr) -> Expr:
     """The canonical object for `e` (children are made canonical first)."""
     t = _TABLES
-    return _intern(e, t.interned, t.canon)
+    canon = t.canon
+    if id(e) in canon:          # about half the calls in a lowering
+        return e
+    return _intern(e, t.interned, canon)
 
 
 def _intern(e: Expr, table: dict, canon: set) -> Expr:
