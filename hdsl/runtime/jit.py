@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from hdsl.diagnostics import Diagnostic, HdslError, InternalError
+from hdsl.runtime.files import write_atomic
 
 MAX_DIMS = 8
 _lock = threading.Lock()
@@ -123,20 +124,6 @@ def read_sealed(path: Path) -> bytes | None:
         return unseal(path.read_bytes())
     except OSError:
         return None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file (unique to this writer) and a rename: a reader sees the
-    old file or the new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def cache_write(path: Path | None, data: bytes) -> bool:
