@@ -174,10 +174,11 @@ def _build_runtime(src: Path, work: Path) -> Path:
 
 
 def runtime_library() -> Path:
-    """Build (once per cache) and load the C thread pool so generated code can call it. The
-    library is built in a private temporary directory and kept in the cache sealed (seal());
-    one whose checksum does not match is rebuilt, never loaded (a library cut short makes
-    the loader map pages past the end of the file: SIGBUS)."""
+    """Build (once per cache) and load the C thread pool so generated code can call it; the
+    path it was loaded from (without a cache, a temporary file already removed). The library
+    is built in a private temporary directory and kept in the cache sealed (seal()); one
+    whose checksum does not match is rebuilt, never loaded (a library cut short makes the
+    loader map pages past the end of the file: SIGBUS)."""
     global _runtime_path
     if _runtime_path is not None:
         return _runtime_path
@@ -195,13 +196,14 @@ def runtime_library() -> Path:
         except OSError as e:
             raise HdslError(f"cannot make a temporary directory to build hdsl's runtime in: {_reason(e)}",
                             None, "set TMPDIR to a writable directory") from None
-        built = _build_runtime(src, work)
-        lib = cached if cache_write(cached, built.read_bytes()) else built
     try:
+        if work is not None:
+            built = _build_runtime(src, work)
+            lib = cached if cache_write(cached, built.read_bytes()) else built
         ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
         llvm.load_library_permanently(str(lib))
     finally:
-        if work is not None:      # loaded (or failed): the mapping outlives the file
+        if work is not None:      # loaded (or failed): a loaded library outlives its file
             shutil.rmtree(work, ignore_errors=True)
     _runtime_path = lib
     return lib
