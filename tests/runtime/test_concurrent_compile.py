@@ -3,8 +3,8 @@ gives alone. Lowering hash-conses expressions in tables that a compilation clear
 and ends; with one table for the whole process, a compilation on another thread pulled canonical
 nodes from under a lowering ("codegen: unbound variable out.s0.y.min", or code built from two
 nodes that should have been one). Python switches threads every 5 ms by default; the tests switch
-every 10 us so that compilations interleave finely (before the fix, the first test failed about
-one lowering in three, the second one compile in about fifty)."""
+every 10 us so that compilations interleave finely (before the fix, the first test failed on
+2 to 10 of its 24 lowerings in every run)."""
 from __future__ import annotations
 
 import re
@@ -38,7 +38,7 @@ def _variant(path: Path, i: int) -> str:
     the same values."""
     text = path.read_text()
     return re.sub(r"tile\(x, y, xi, yi, (\d+), (\d+)\)",
-                  lambda m: f"tile(x, y, xi, yi, {int(m[1]) // (1 + i % 3)}, {int(m[2]) // (1 + i % 2)})", text)
+                  lambda m: f"tile(x, y, xi, yi, {int(m[1]) // (1 + i % 4)}, {int(m[2]) // (1 + i // 2)})", text)
 
 
 def _ir(p) -> str:
@@ -66,14 +66,14 @@ def test_lowering_on_many_threads_gives_the_code_it_gives_alone(fine_thread_swit
 
 
 def test_pipelines_compiled_on_many_threads_match_the_evaluator(fine_thread_switching):
-    """9 different pipelines (three examples, each with three tile sizes) compiled to native
-    code on 8 threads at once (each parsed and checked on its thread too), without the cache;
-    each one's output equals the reference evaluator's."""
-    gray = load_image(IMAGES / "gray8.png")[:40, :56]
-    rgb = load_image(IMAGES / "rgb8.png")[:40, :56]
+    """8 different pipelines (two examples, each with four tile sizes) compiled to native code
+    on 8 threads at once (each parsed and checked on its thread too), without the cache; each
+    one's output equals the reference evaluator's. (Compiles are dominated by LLVM, which runs
+    one thread at a time, so lowerings overlap less here than in the test above: before the
+    fix this one failed in about one run of eight; the test above fails every run.)"""
     cases = [("blur.hl", {"img": load_image(IMAGES / "gray16.png")[:40, :56]}),
-             ("harris.hl", {"img": rgb}), ("unsharp.hl", {"img": gray})]
-    sources = [(f"{f}#{i}", _variant(EXAMPLES / f, i), inputs) for i in range(3) for f, inputs in cases]
+             ("unsharp.hl", {"img": load_image(IMAGES / "gray8.png")[:40, :56]})]
+    sources = [(f"{f}#{i}", _variant(EXAMPLES / f, i), inputs) for i in range(4) for f, inputs in cases]
     expected = {name: hdsl.loads(text, f"<{name}>")(**inputs) for name, text, inputs in sources}
 
     def job(case) -> str | None:
