@@ -94,6 +94,9 @@ def cache_dir() -> Path | None:
             os.close(fd)
             os.unlink(probe)
             _usable.add(str(d))
+    except FileExistsError:                         # mkdir(exist_ok) on something else
+        cache_warning(d, "not a directory")
+        return None
     except OSError as e:
         cache_warning(d, _reason(e))
         return None

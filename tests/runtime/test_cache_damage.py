@@ -147,7 +147,7 @@ def test_cache_dir_naming_a_file_runs_without_a_cache_with_one_warning(tmp_path,
     f = tmp_path / "a_file"
     f.write_text("not a directory")
     r = _check_run(tmp_path, expected, {"HDSL_CACHE_DIR": f})
-    _warnings(r.stderr)
+    assert "(not a directory)" in _warnings(r.stderr)[0]
     assert f.read_text() == "not a directory"
 
 
