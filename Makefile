@@ -1,11 +1,12 @@
 # make demo   compile examples/blur.hl (the 2012 paper's tiled schedule) and run it on a bundled image
 # make test   run the test suite
 # make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md); BENCH_QUICK=1 for small sizes
+# make wheel  build dist/hdsl-VERSION-py3-none-any.whl (grammar, stdlib and runtime source inside)
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-slow bench clean distclean
+.PHONY: venv demo test test-slow bench wheel clean distclean
 
 venv: $(STAMP)
 
@@ -40,6 +41,10 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 bench: $(BENCH_STAMP)
 	$(PYTHON) benchmarks/run.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
+
+# the wheel users install (tests/test_install.py builds one the same way and runs it)
+wheel: venv
+	$(PYTHON) -m pip wheel --no-deps --no-build-isolation -q -w dist .
 
 # Build outputs and caches; keeps the virtual environment (see distclean).
 clean:

@@ -338,11 +338,17 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _version() -> str:
+    from hdsl import __version__
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hdsl.lower.lower import PASSES
     native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
     ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    ap.add_argument("--version", action="version", version=f"hdsl {_version()}", help="print hdsl's version and exit")
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="check .hl files and print diagnostics")
     c.add_argument("files", nargs="+", metavar="FILE", help="the .hl files to check")

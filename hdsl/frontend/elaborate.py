@@ -22,7 +22,7 @@ from hdsl.ir.expr import BufferProp, Const, Expr, FuncCall, InputCall, Intrinsic
 from hdsl.ir.func import Func, InputBuffer, ParamDecl, Pipeline, RDom, Update
 from hdsl.ir.types import BOOL, BY_NAME, ERROR, I32, Type
 
-STDLIB_DIR = Path(__file__).resolve().parents[2] / "stdlib"
+STDLIB_DIR = Path(__file__).resolve().parents[1] / "stdlib"       # package data (`use NAME`)
 
 CAST_NAMES = set(BY_NAME)
 SAT_CAST_NAMES = {f"{n}_sat" for n in BY_NAME if n != "bool"}

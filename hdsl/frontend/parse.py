@@ -12,9 +12,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from hdsl.diagnostics import Diagnostic, HdslError, Span, register_source
 from hdsl.frontend import ast
 
-GRAMMAR_PATH = Path(__file__).resolve().parent.parent / "grammar" / "hdsl.lark"
-if not GRAMMAR_PATH.exists():   # a source checkout: the grammar lives at the top
-    GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "hdsl.lark"
+# package data: in the wheel as in a checkout, nothing is read from outside the package
+GRAMMAR_PATH = Path(__file__).resolve().parents[1] / "grammar" / "hdsl.lark"
 
 
 class _BracketNewlines:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
@@ -216,8 +217,27 @@ def substitute(e: Expr, fn, memo: dict | None = None) -> Expr:
 
 # Hash-consing: structurally equal expressions become one object, so that the
 # DAGs inlining makes stay small and `a is b` means "the same expression".
-_INTERN: dict = {}
-_CANON: set = set()
+#
+# The tables are per thread, and a compilation runs on one thread: it clears its own
+# tables when it starts and ends (clear_interned), which would otherwise pull canonical
+# nodes (and the id-keyed caches below) from under a compilation on another thread ("unbound
+# variable" in codegen, or code built from two nodes that should have been one). Per-thread
+# tables need no lock on the hot path, and a table dies with its thread. A node made
+# canonical on one thread is an ordinary node on another, where intern() adopts it.
+
+
+class _Tables(threading.local):
+    def __init__(self):
+        self.interned: dict = {}        # structural key -> the canonical node
+        self.canon: set = set()         # ids of canonical nodes (kept alive by `interned`)
+        # caches keyed by canonical nodes, valid until clear_interned: the names of the Vars
+        # an expression mentions, the Funcs and buffers it calls, and its simplified form
+        self.free: dict[int, frozenset] = {}
+        self.called: dict[int, frozenset] = {}
+        self.simplified: dict[int, Expr] = {}
+
+
+_TABLES = _Tables()
 
 
 def _intern_key(e: Expr):
@@ -252,28 +272,41 @@ def _intern_key(e: Expr):
 
 def intern(e: Expr) -> Expr:
     """The canonical object for `e` (children are made canonical first)."""
-    if id(e) in _CANON:
+    t = _TABLES
+    canon = t.canon
+    if id(e) in canon:          # about half the calls in a lowering
+        return e
+    return _intern(e, t.interned, canon)
+
+
+def _intern(e: Expr, table: dict, canon: set) -> Expr:
+    if id(e) in canon:
         return e
     kids = e.children()
     if kids:
-        canon = [intern(c) for c in kids]
-        if any(a is not b for a, b in zip(canon, kids)):
-            e = rebuild(e, canon)
-            if id(e) in _CANON:
+        new = [_intern(c, table, canon) for c in kids]
+        if any(a is not b for a, b in zip(new, kids)):
+            e = rebuild(e, new)
+            if id(e) in canon:
                 return e
     key = _intern_key(e)
     if key is None:
         return e
-    got = _INTERN.get(key)
+    got = table.get(key)
     if got is None:
         # the canonical node keeps its children alive, so the ids in its key stay valid
-        _INTERN[key] = got = e
-        _CANON.add(id(e))
+        table[key] = got = e
+        canon.add(id(e))
     return got
 
 
 def intern_tree(e: Expr, memo: dict | None = None) -> Expr:
     return substitute(e, lambda n: None, memo)
+
+
+_gc_lock = threading.Lock()
+_gc_pausers = 0                 # compilations in flight that paused the collector
+_gc_was_enabled = False
 
 
 @contextlib.contextmanager
@@ -282,43 +315,48 @@ def no_collection():
     and code generation allocate millions of small, long-lived nodes, and each automatic
     collection walks them all, for nothing (the local Laplacian's lowering and code
     generation: ~1.0 s with collections, ~0.85 s without). What becomes garbage meanwhile
-    is collected after, as usual."""
-    was = gc.isenabled()
-    gc.disable()
+    is collected after, as usual. Compilations on several threads share one collector: it
+    is restored when the last of them ends."""
+    global _gc_pausers, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pausers == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pausers += 1
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _gc_lock:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def clear_interned() -> None:
-    _INTERN.clear()
-    _CANON.clear()
-    _FREE.clear()
-    _SIMPLIFIED.clear()
-    _CALLED.clear()
+    """Forget this thread's canonical nodes and the caches keyed by them (a compilation
+    starts and ends with this; compilations on other threads keep theirs)."""
+    _TABLES.__init__()
 
 
-# Per-lowering caches keyed by canonical (interned) nodes, which live until clear_interned:
-# the names of the Vars an expression mentions, and an expression's simplified form.
-_FREE: dict[int, frozenset] = {}
-_SIMPLIFIED: dict[int, "Expr"] = {}
+def simplified_cache() -> dict:
+    """This thread's cache of simplified forms, keyed by id of canonical nodes (ir.simplify)."""
+    return _TABLES.simplified
+
+
 _EMPTY: frozenset = frozenset()
-
-
-_CALLED: dict[int, frozenset] = {}
 
 
 def called(e: Expr) -> frozenset:
     """ids of the Funcs and input buffers that e calls (cached like free_vars)."""
-    hit = _CALLED.get(id(e))
+    tables = _TABLES
+    cache, canon = tables.called, tables.canon
+    hit = cache.get(id(e))
     if hit is not None:
         return hit
     local: dict[int, frozenset] = {}
 
     def go(n: Expr) -> frozenset:
-        r = _CALLED.get(id(n))
+        r = cache.get(id(n))
         if r is None:
             r = local.get(id(n))
         if r is not None:
@@ -330,8 +368,8 @@ def called(e: Expr) -> frozenset:
         if own is not None:
             nonempty.append(frozenset((own,)))
         r = _EMPTY if not nonempty else nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty)
-        if id(n) in _CANON:
-            _CALLED[id(n)] = r
+        if id(n) in canon:
+            cache[id(n)] = r
         else:
             local[id(n)] = r
         return r
@@ -362,18 +400,20 @@ def subst_vars(e: Expr, mapping: dict) -> Expr:
 
 
 def is_canonical(e: Expr) -> bool:
-    return id(e) in _CANON
+    return id(e) in _TABLES.canon
 
 
 def free_vars(e: Expr) -> frozenset:
     """The names of the Vars in e (cached for interned expressions, which share subtrees)."""
-    hit = _FREE.get(id(e))
+    tables = _TABLES
+    cache, canon = tables.free, tables.canon
+    hit = cache.get(id(e))
     if hit is not None:
         return hit
     local: dict[int, frozenset] = {}
 
     def go(n: Expr) -> frozenset:
-        r = _FREE.get(id(n))
+        r = cache.get(id(n))
         if r is None:
             r = local.get(id(n))
         if r is not None:
@@ -390,8 +430,8 @@ def free_vars(e: Expr) -> frozenset:
                 parts = [go(k) for k in kids]
                 nonempty = [p for p in parts if p]
                 r = _EMPTY if not nonempty else nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty)
-        if id(n) in _CANON:
-            _FREE[id(n)] = r
+        if id(n) in canon:
+            cache[id(n)] = r
         else:
             local[id(n)] = r
         return r

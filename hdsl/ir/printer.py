@@ -1,6 +1,8 @@
 """Readable pseudocode for expressions and loop nests (golden tests compare it)."""
 from __future__ import annotations
 
+import threading
+
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var)
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, Let, LetStmt, Load, Provide, Realize,
@@ -10,8 +12,14 @@ _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "
          "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
 
 
-# id(node) -> the name a large statement's shared subexpression is printed under (see _shared)
-_NAMES: dict[int, str] = {}
+class _Names(threading.local):
+    """id(node) -> the name a large statement's shared subexpression is printed under (see
+    _shared); per thread, as statements printed on two threads at once name their own."""
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+
+_NAMES_LOCAL = _Names()
 
 # a statement whose expressions would print as more nodes than this (expressions are DAGs: an
 # inlined pipeline shares subtrees, and printed as trees they can grow exponentially) is
@@ -20,7 +28,7 @@ _TREE_LIMIT = 4000
 
 
 def expr_str(e: Expr, prec: int = 0) -> str:
-    name = _NAMES.get(id(e))
+    name = _NAMES_LOCAL.names.get(id(e))
     if name is not None:
         return name
     if isinstance(e, Const):
@@ -97,7 +105,8 @@ def _shared(roots) -> list[Expr]:
         order.append(n)
     for r in roots:
         visit(r)
-    return [n for n in order if refs[id(n)] > 1 and n.children() and id(n) not in _NAMES]
+    names = _NAMES_LOCAL.names
+    return [n for n in order if refs[id(n)] > 1 and n.children() and id(n) not in names]
 
 
 def stmt_str(s: Stmt, indent: int = 0) -> str:
@@ -105,17 +114,18 @@ def stmt_str(s: Stmt, indent: int = 0) -> str:
     if exprs and _tree_size(exprs) > _TREE_LIMIT:
         pad = "  " * indent
         added, lines = [], []
+        names = _NAMES_LOCAL.names
         try:
             for n in _shared(exprs):
                 text = expr_str(n)
-                name = f"t{len(_NAMES)}"
-                _NAMES[id(n)] = name
+                name = f"t{len(names)}"
+                names[id(n)] = name
                 added.append(id(n))
                 lines.append(f"{pad}let {name} = {text}\n")
             return "".join(lines) + _stmt_str(s, indent)
         finally:
             for k in added:
-                del _NAMES[k]
+                del names[k]
     return _stmt_str(s, indent)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hdsl.ir.expr import _SIMPLIFIED, BinOp, Cast, Const, Expr, Select, Var, intern, is_canonical, rebuild
+from hdsl.ir.expr import (BinOp, Cast, Const, Expr, Select, Var, intern, is_canonical, rebuild,
+                          simplified_cache)
 from hdsl.ir.types import I32
 
 
@@ -72,15 +73,15 @@ def simplify(e: Expr, memo: dict | None = None) -> Expr:
     hit = memo.get(id(e))
     if hit is not None:
         return hit[1]
-    canon = is_canonical(e)
-    if canon:
-        done = _SIMPLIFIED.get(id(e))
+    cache = simplified_cache() if is_canonical(e) else None
+    if cache is not None:
+        done = cache.get(id(e))
         if done is not None:
             return done
     out = intern(_simplify_node(e, memo))
     memo[id(e)] = (e, out)
-    if canon:
-        _SIMPLIFIED[id(e)] = out
+    if cache is not None:
+        cache[id(e)] = out
     return out
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from typing import NoReturn
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+from hdsl.runtime.files import write_atomic
 
 __all__ = ["ImageError", "load_image", "save_image"]
 
@@ -290,23 +291,11 @@ def _check_image_shape(path: str, array: np.ndarray, kind: str,
 def _write(path: str, write) -> None:
     """Write through a temporary file in the same folder, then rename it over `path`:
     a full disk or a failing encoder leaves the old file (or none), never a truncated one."""
-    folder = os.path.dirname(path) or "."
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "wb") as file:
-            write(file)
-        os.chmod(tmp, 0o666 & ~_umask())    # mkstemp's 0600: the permissions open() would give
-        os.replace(tmp, path)
-        tmp = None
+        # the permissions open() would give (mkstemp's are 0600)
+        write_atomic(path, write, mode=0o666 & ~_umask())
     except OSError as error:
         _fail_os("write", path, error)
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _umask() -> int:

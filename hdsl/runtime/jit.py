@@ -10,6 +10,14 @@ second compile of the same program loads the objects without lowering it at
 all), and by the LLVM IR (a program that lowers to the same code skips LLVM's
 optimizer and code generator). The thread pool is a small C library built once
 with the system's C compiler.
+
+The cache is per user ($HDSL_CACHE_DIR, else $XDG_CACHE_HOME/hdsl, else
+~/.cache/hdsl), never inside the installed package. Every file in it is
+written whole through a temporary file and a rename, and carries a SHA-256 of
+its contents that is checked before it is used: a damaged file (cut short,
+emptied, overwritten) is compiled afresh, never handed to LLVM or the dynamic
+loader. A location that cannot be used costs the cache (one warning), not the
+compilation.
 """
 from __future__ import annotations
 
@@ -17,16 +25,20 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import shutil
 import signal
 import struct
 import subprocess
+import sys
+import tempfile
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError, InternalError
+from hdsl.diagnostics import Diagnostic, HdslError, InternalError
+from hdsl.runtime.files import write_atomic
 
 MAX_DIMS = 8
 _lock = threading.Lock()
@@ -34,10 +46,99 @@ _initialized = False
 _runtime_path: Path | None = None
 
 
-def cache_dir() -> Path:
-    d = Path(os.environ.get("HDSL_CACHE_DIR") or Path.home() / ".cache" / "hdsl")
-    d.mkdir(parents=True, exist_ok=True)
+def cache_location() -> Path:
+    """Where the compile cache belongs: $HDSL_CACHE_DIR, else $XDG_CACHE_HOME/hdsl (an
+    absolute XDG_CACHE_HOME only, as the XDG base directory spec says), else ~/.cache/hdsl."""
+    env = os.environ.get("HDSL_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "hdsl"
+    return Path.home() / ".cache" / "hdsl"
+
+
+_usable: set[str] = set()              # cache directories written to in this process
+_warned: set[str] = set()
+_cache_lock = threading.Lock()
+
+
+def cache_warning(where, reason) -> None:
+    """One line on stderr, once per location and process: the cache is an optimization, and a
+    compilation without it still succeeds."""
+    with _cache_lock:
+        if str(where) in _warned:
+            return
+        _warned.add(str(where))
+    msg = f"hdsl's compile cache at '{where}' cannot be used ({reason}); compiling without it"
+    print(Diagnostic(msg, severity="warning").render(), file=sys.stderr)
+
+
+def _reason(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or str(e) or type(e).__name__
+
+
+def cache_dir() -> Path | None:
+    """The compile cache's directory, made if need be; None (after one warning) when it cannot
+    be made or written: a compilation then keeps nothing."""
+    try:
+        d = cache_location()
+    except (RuntimeError, KeyError) as e:          # no home directory to be found
+        cache_warning("~/.cache/hdsl", _reason(e))
+        return None
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if str(d) not in _usable:
+            # a real write, once per process (os.access says yes to root on a read-only mount)
+            fd, probe = tempfile.mkstemp(dir=d, prefix=".probe-")
+            os.close(fd)
+            os.unlink(probe)
+            _usable.add(str(d))
+    except FileExistsError:                         # mkdir(exist_ok) on something else
+        cache_warning(d, "not a directory")
+        return None
+    except OSError as e:
+        cache_warning(d, _reason(e))
+        return None
     return d
+
+
+CHECKSUM_MAGIC = b"HDSLSUM1"
+
+
+def seal(data: bytes) -> bytes:
+    """`data` with a trailer: its SHA-256 and a magic number. The dynamic loader ignores bytes
+    past an ELF file's headers and sections, so a sealed shared library still loads."""
+    return data + hashlib.sha256(data).digest() + CHECKSUM_MAGIC
+
+
+def unseal(data: bytes) -> bytes | None:
+    """The data sealed by seal(); None if the trailer is missing or does not match."""
+    n = len(CHECKSUM_MAGIC) + 32
+    if len(data) < n or data[-len(CHECKSUM_MAGIC):] != CHECKSUM_MAGIC:
+        return None
+    body = data[:-n]
+    return body if hashlib.sha256(body).digest() == data[-n:-len(CHECKSUM_MAGIC)] else None
+
+
+def read_sealed(path: Path) -> bytes | None:
+    """The checked contents of a cache file; None if it is absent, unreadable or damaged."""
+    try:
+        return unseal(path.read_bytes())
+    except OSError:
+        return None
+
+
+def cache_write(path: Path | None, data: bytes) -> bool:
+    """Keep `data` sealed at `path` in the cache; False (after one warning) if it cannot be."""
+    if path is None:
+        return False
+    try:
+        write_atomic(path, seal(data))
+        return True
+    except OSError as e:
+        cache_warning(path.parent, _reason(e))
+        return False
 
 
 class BufferStruct(ctypes.Structure):
@@ -62,31 +163,53 @@ def make_buffer(arr: np.ndarray, mins=None) -> BufferStruct:
     return b
 
 
+def _build_runtime(src: Path, work: Path) -> Path:
+    out = work / "libhdsl_runtime.so"
+    cc = os.environ.get("CC", "cc")
+    try:
+        subprocess.run([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(out), str(src)],
+                       check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", "") or str(e)
+        raise HdslError(f"cannot build hdsl's thread-pool runtime with '{cc}': {detail.strip()}", None,
+                        "install a C compiler (gcc) or set CC") from None
+    return out
+
+
 def runtime_library() -> Path:
-    """Build (once) and load the C thread pool so generated code can call it."""
+    """Build (once per cache) and load the C thread pool so generated code can call it; the
+    path it was loaded from (without a cache, a temporary file already removed). The library
+    is built in a private temporary directory and kept in the cache sealed (seal()); one
+    whose checksum does not match is rebuilt, never loaded (a library cut short makes the
+    loader map pages past the end of the file: SIGBUS)."""
     global _runtime_path
     if _runtime_path is not None:
         return _runtime_path
     src = Path(__file__).with_name("thread_pool.c")
-    text = src.read_bytes()
-    key = hashlib.sha256(text).hexdigest()[:16]
-    out = cache_dir() / f"libhdsl_runtime_{key}.so"
-    if not out.exists():
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cc = os.environ.get("CC", "cc")
-        try:
-            subprocess.run([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(tmp), str(src)],
-                           check=True, capture_output=True, text=True)
-        except (OSError, subprocess.CalledProcessError) as e:
-            detail = getattr(e, "stderr", "") or str(e)
-            raise HdslError(f"cannot build hdsl's thread-pool runtime with '{cc}': {detail.strip()}", None,
-                            "install a C compiler (gcc) or set CC") from None
-        os.replace(tmp, out)
+    key = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    cache = cache_dir()
+    cached = cache / f"libhdsl_runtime_{key}.so" if cache is not None else None
     from llvmlite import binding as llvm
-    ctypes.CDLL(str(out), mode=ctypes.RTLD_GLOBAL)
-    llvm.load_library_permanently(str(out))
-    _runtime_path = out
-    return out
+    if cached is not None and read_sealed(cached) is not None:
+        lib = cached
+        work = None
+    else:
+        try:
+            work = Path(tempfile.mkdtemp(prefix="hdsl-runtime-"))
+        except OSError as e:
+            raise HdslError(f"cannot make a temporary directory to build hdsl's runtime in: {_reason(e)}",
+                            None, "set TMPDIR to a writable directory") from None
+    try:
+        if work is not None:
+            built = _build_runtime(src, work)
+            lib = cached if cache_write(cached, built.read_bytes()) else built
+        ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+        llvm.load_library_permanently(str(lib))
+    finally:
+        if work is not None:      # loaded (or failed): a loaded library outlives its file
+            shutil.rmtree(work, ignore_errors=True)
+    _runtime_path = lib
+    return lib
 
 
 def _init_llvm():
@@ -140,7 +263,7 @@ OBJECTS_MAGIC = b"HDSLOBJ1"
 
 
 def pack_objects(objects: list[bytes]) -> bytes:
-    """Object files in one blob: magic, count, sizes, then the objects."""
+    """Object files in one blob: magic, count, sizes, then the objects (sealed when cached)."""
     head = struct.pack(f"<I{len(objects)}Q", len(objects), *(len(o) for o in objects))
     return OBJECTS_MAGIC + head + b"".join(objects)
 
@@ -164,11 +287,11 @@ def unpack_objects(data: bytes) -> list[bytes] | None:
     return out
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file and a rename: a reader sees the old file or the new one."""
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+def read_cached_objects(path: Path | None) -> list[bytes] | None:
+    """The objects kept at `path`, if the file is there, whole and undamaged (its checksum
+    matches): LLVM's JIT linker aborts the process on a malformed object."""
+    data = read_sealed(path) if path is not None else None
+    return unpack_objects(data) if data is not None else None
 
 
 def compile_jobs() -> int:
@@ -306,21 +429,14 @@ class CompiledFunction:
             tm = target_machine(target, "static")
             text = "\0".join(texts + [target, tm.triple, _version()])
             key = hashlib.sha256(text.encode()).hexdigest()[:32]
-            self.object_path = cache_dir() / f"{key}.o" if use_cache else None
-            objects = None
-            if self.object_path is not None:
-                try:
-                    objects = unpack_objects(self.object_path.read_bytes())
-                except OSError:
-                    pass
+            cache = cache_dir() if use_cache else None
+            self.object_path = cache / f"{key}.o" if cache is not None else None
+            objects = read_cached_objects(self.object_path)
             self.cached = objects is not None
             if objects is None:
                 objects = emit_objects(texts, tm, compile_jobs())
-                if self.object_path is not None:
-                    try:
-                        write_atomic(self.object_path, pack_objects(objects))
-                    except OSError:
-                        self.object_path = None      # the cache is an optimization
+                if not cache_write(self.object_path, pack_objects(objects)):
+                    self.object_path = None
             if not self._link(objects, name, tm):
                 raise InternalError(f"JIT: no function {name}")
 
@@ -339,12 +455,10 @@ class CompiledFunction:
         return True
 
     @classmethod
-    def from_object(cls, path: Path, name: str, target: str) -> "CompiledFunction | None":
-        """The function in a cached file of objects; None if it cannot be read or linked."""
-        try:
-            objects = unpack_objects(path.read_bytes())
-        except OSError:
-            return None
+    def from_object(cls, path: Path | None, name: str, target: str) -> "CompiledFunction | None":
+        """The function in a cached file of objects; None if it is absent, damaged or cannot be
+        linked."""
+        objects = read_cached_objects(path)
         if objects is None:
             return None
         with _lock:
@@ -371,21 +485,25 @@ def _version() -> str:
         import hdsl
         root = Path(hdsl.__file__).resolve().parent
         h = hashlib.sha256(getattr(hdsl, "__version__", "0").encode())
-        files = sorted(root.rglob("*.py")) + sorted(root.rglob("*.c")) + sorted(root.parent.glob("grammar/*.lark"))
+        # the compiler's sources, its runtime and its grammar (the stdlib modules a program
+        # uses are in the program's source key)
+        files = sorted(f for f in root.rglob("*") if f.suffix in (".py", ".c", ".lark") and f.is_file())
         for f in files:
-            h.update(str(f.relative_to(root.parent)).encode())
+            h.update(str(f.relative_to(root)).encode())
             h.update(f.read_bytes())
         _fingerprint = h.hexdigest()[:16]
     return _fingerprint
 
 
-def source_cache_path(source_key: str, schedule: str | None, target: str) -> Path:
-    """Where the object compiled from these sources, schedule and target is kept."""
+def source_cache_path(source_key: str, schedule: str | None, target: str) -> Path | None:
+    """Where the object compiled from these sources, schedule and target is kept (None
+    without a usable cache)."""
     from llvmlite import binding as llvm
     _init_llvm()
     cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") else ""
     text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version()])
-    return cache_dir() / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o"
+    cache = cache_dir()
+    return cache / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o" if cache is not None else None
 
 
 def assembly(llvm_ir: str, target: str) -> str:

@@ -22,14 +22,14 @@ class _Variant:
     """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
 
     def __init__(self, p: Pipeline, schedule, target: str, fast_math: bool, name: str, use_cache: bool, shift: bool):
-        from hdsl.runtime.jit import CompiledFunction, source_cache_path, write_atomic
+        from hdsl.runtime.jit import CompiledFunction, cache_write, read_sealed, source_cache_path
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
             p, schedule, target, fast_math, name, shift
         self._lowered = self._module = None
         key_target = (target + ("-fast_math" if fast_math else "")) + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
-        self.fn = CompiledFunction.from_object(src_path, name, target) if src_path and src_path.exists() else None
+        self.fn = CompiledFunction.from_object(src_path, name, target) if src_path is not None else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
@@ -51,10 +51,9 @@ class _Variant:
         self.fn = CompiledFunction(parts, name, target, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
-            try:
-                write_atomic(src_path, self.fn.object_path.read_bytes())
-            except OSError:
-                pass            # the cache is an optimization; a failed write costs the next run time
+            packed = read_sealed(self.fn.object_path)
+            if packed is not None:
+                cache_write(src_path, packed)
         self.timings = {"lower": t1 - t0, "llvm": t2 - t1, "cached": self.fn.cached}
 
     @property

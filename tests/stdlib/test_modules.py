@@ -13,7 +13,7 @@ import hdsl
 from hdsl.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-STDLIB = ROOT / "stdlib"
+STDLIB = ROOT / "hdsl" / "stdlib"         # package data, shipped in the wheel
 MODULES = sorted(STDLIB.glob("*.hl"))
 
 

@@ -1,0 +1,140 @@
+"""The wheel is the product (issue 14, item 1): built from the repository, installed (not
+editable) into a fresh virtual environment, and run from a directory outside the checkout, hdsl
+finds its grammar, its standard library (`use filters`) and its runtime's C source inside the
+installed package; native code equals the reference evaluator on the command line and through the
+Python API; caches go to the per-user cache directory, and nothing is written into the installed
+package or anywhere else in the virtual environment.
+
+The fresh environment gets hdsl's dependencies (NumPy, llvmlite, Lark, Pillow) from the test
+environment through a directory of links to them, so the test needs no network and no download;
+hdsl itself and any editable install of it are left out of that directory."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.install
+
+PROGRAM = ROOT / "examples" / "unsharp.hl"          # `use boundary` and `use filters`
+IMAGE = ROOT / "examples" / "images" / "gray8.png"
+
+
+def _run(cmd, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f"{cmd}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    return r
+
+
+def _backend_at_hand() -> bool:
+    """setuptools and its bdist_wheel command (its own since 70.1, the `wheel` package's before)."""
+    spec = importlib.util.find_spec
+    return spec("setuptools") is not None and (spec("wheel") is not None
+                                               or spec("setuptools.command.bdist_wheel") is not None)
+
+
+def _build_wheel(work: Path) -> Path:
+    """The wheel built from a copy of what the repository tracks for the package (so neither
+    the build's own files nor anything untracked in the checkout can leak into it)."""
+    src = work / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "hdsl", src / "hdsl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", work / "dist", src]
+    if _backend_at_hand():
+        cmd.insert(5, "--no-build-isolation")          # no download, and faster
+    _run(cmd)
+    (wheel,) = (work / "dist").glob("hdsl-*.whl")
+    return wheel
+
+
+def _dependency_links(work: Path) -> Path:
+    """A directory of links to everything in the test environment's site-packages but hdsl:
+    the fresh environment's dependencies, without hdsl's editable install."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    deps = work / "deps"
+    deps.mkdir()
+    for entry in site.iterdir():
+        n = entry.name.lower()
+        if n.startswith(("hdsl", "__editable__", "_hdsl")) or n.endswith(".pth") or n == "__pycache__":
+            continue
+        (deps / entry.name).symlink_to(entry)
+    return deps
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+API_SCRIPT = """
+import sys, numpy as np, hdsl
+from hdsl.runtime.images import load_image
+p = hdsl.load("unsharp.hl")
+img = load_image("gray8.png")
+native = p.compile("host")(img=img)
+reference = p(img=img)
+np.save("api_native.npy", native)
+np.save("api_reference.npy", reference)
+print(hdsl.__file__)
+print(native.shape, native.dtype)
+"""
+
+
+def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
+    work = tmp_path / "build"
+    work.mkdir()
+    wheel = _build_wheel(work)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c"]:
+        assert needed in names, f"the wheel lacks {needed}"
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv])
+    py = venv / "bin" / "python"
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    (site / "hdsl_test_deps.pth").write_text(str(_dependency_links(work)) + "\n")
+    _run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index", wheel])
+
+    user = tmp_path / "user"              # a directory outside the checkout, with a home of its own
+    user.mkdir()
+    shutil.copy(PROGRAM, user / "unsharp.hl")
+    shutil.copy(IMAGE, user / "gray8.png")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HDSL_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HOME=str(user / "home"), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+               PYTHONDONTWRITEBYTECODE="1")
+    before = _tree(venv)
+    hdsl_cmd = venv / "bin" / "hdsl"
+
+    version = _run([hdsl_cmd, "--version"], cwd=user, env=env).stdout.strip()
+    assert version == f"hdsl {wheel.name.split('-')[1]}"
+
+    _run([hdsl_cmd, "run", "unsharp.hl", "--input", "img=gray8.png", "--output", "native.npy",
+          "--target", "host"], cwd=user, env=env)
+    _run([hdsl_cmd, "run", "unsharp.hl", "--input", "img=gray8.png", "--output", "interp.npy",
+          "--target", "interp"], cwd=user, env=env)
+    native, interp = np.load(user / "native.npy"), np.load(user / "interp.npy")
+    assert native.shape == np.asarray(Image.open(IMAGE)).shape and native.dtype == np.uint8
+    assert np.array_equal(native, interp)
+
+    out = _run([py, "-c", API_SCRIPT], cwd=user, env=env).stdout.split("\n")
+    assert Path(out[0]).resolve().is_relative_to(site.resolve()), f"imported hdsl from {out[0]}, not the wheel"
+    assert np.array_equal(np.load(user / "api_native.npy"), np.load(user / "api_reference.npy"))
+    assert np.array_equal(np.load(user / "api_native.npy"), native)
+
+    assert _tree(venv) == before, "something was written into the virtual environment"
+    cache = user / "home" / ".cache" / "hdsl"
+    assert any(cache.glob("libhdsl_runtime_*.so")) and any(cache.glob("src-*.o")), \
+        "the compile cache is not in the per-user cache directory"
