@@ -1,4 +1,6 @@
-"""examples/camera_pipe.hl: Halide's apps/camera_pipe (release 21), the Frankencamera pipeline.
+"""examples/camera_pipe.hl: Halide's apps/camera_pipe, the Frankencamera pipeline, as in
+apps/camera_pipe/camera_pipe_generator.cpp at Halide commit abbf7ff983dc19d9994d32c5a5d11a8cdda88ed8
+(the lines each stage follows are in the example's header).
 
 (a) against a NumPy implementation written here from the pipeline's description (planes of the
     Bayer mosaic as arrays, Halide's pow with its range reduction done by np.frexp), through
@@ -20,7 +22,7 @@ import pytest
 import hdsl
 from hdsl.runtime.images import load_image
 
-from .test_examples import EX, IMAGES, _cli
+from .test_examples import EX, IMAGES, _cli, halide_output
 
 F = np.float32
 PATH = EX / "camera_pipe.hl"
@@ -184,15 +186,12 @@ def numpy_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, shar
 
 def halide_camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
                        blackLevel, whiteLevel, strict=True, schedule=False):
-    """apps/camera_pipe/camera_pipe_generator.cpp (release 21) in Halide's Python bindings
+    """apps/camera_pipe/camera_pipe_generator.cpp in Halide's Python bindings
     (benchmarks/halide_peers.py, the benchmark's peer): the look-up tables compute_root as in the
     app, the green planes and curved too, everything else inlined, raw read as the app reads it;
     or (schedule=True) examples/camera_pipe.hl's schedule, raw through repeat_edge as there."""
-    from benchmarks import halide_peers
-    peer = halide_peers.camera_pipe(raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
-                                    blackLevel, whiteLevel, strict=strict, schedule=schedule)
-    peer.run()
-    return peer.output().copy()
+    return halide_output("camera_pipe", raw, m3200, m7000, w, h, color_temp, gamma, contrast, sharpen_strength,
+                         blackLevel, whiteLevel, strict=strict, schedule=schedule)
 
 
 # --- tests -----------------------------------------------------------------------------------
@@ -242,6 +241,8 @@ def test_camera_pipe_matches_halide_bit_for_bit(pipe, params, strict):
     got = native.realize((w, h, 3), raw=raw, matrix_3200=m32, matrix_7000=m70, **params)
     expected = halide_camera_pipe(raw, m32, m70, w, h, strict=strict, **params)
     assert np.array_equal(got, expected)
+    # the peer itself (the benchmark's) against the NumPy implementation
+    assert np.array_equal(expected, numpy_camera_pipe(raw, m32, m70, w, h, **params))
 
 
 def test_camera_pipe_with_the_schedule_matches_halide_scheduled_the_same(pipe):

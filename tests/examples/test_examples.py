@@ -34,6 +34,16 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "hdsl.cli", *args], capture_output=True, text=True, timeout=300)
 
 
+def halide_output(builder: str, *args, **kwargs) -> np.ndarray:
+    """Build the Halide peer benchmarks/halide_peers.<builder>(*args, **kwargs) (a port of one of
+    Halide's apps in Halide's Python API, its header naming the source lines it follows),
+    realize it once and return a copy of its output in the (H, W[, C]) layout."""
+    from benchmarks import halide_peers
+    peer = getattr(halide_peers, builder)(*args, **kwargs)
+    peer.run()
+    return peer.output().copy()
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_checks_and_runs_from_the_command_line(name, tmp_path):
     inp, image, params = EXAMPLES[name]
