@@ -102,7 +102,7 @@ def iir(img: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
 
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
                     strict: bool = False, schedule: bool = True) -> Peer:
-    """Halide's apps/local_laplacian at HALIDE_COMMIT: the algorithm of
+    """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/local_laplacian/local_laplacian_generator.cpp lines 18-87 with its downsample and
     upsample (lines 266-282), J = pyramid_levels = 8 (line 10); levels, alpha and beta are the
     generator's Inputs (lines 13-15; the app's process.cpp, line 31, passes alpha / (levels - 1)).
@@ -204,7 +204,7 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
 
 
 def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True) -> Peer:
-    """Halide's apps/bilateral_grid at HALIDE_COMMIT: the algorithm of
+    """Halide's apps/bilateral_grid at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/bilateral_grid/bilateral_grid_generator.cpp lines 14-67, s_sigma = 8 (line 8), r_sigma an
     Input (line 11; its estimate and the app's Makefile use 0.1). schedule=True: the app's CPU
     schedule, lines 128-149, directive for directive (examples/bilateral_grid.hl has it less the
@@ -265,7 +265,7 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
 def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
                 gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
                 whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None) -> Peer:
-    """Halide's apps/camera_pipe at HALIDE_COMMIT: the algorithm of
+    """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/camera_pipe/camera_pipe_generator.cpp: avg, blur121 and the interleaves (lines 15-35),
     the demosaic (57-146), hot-pixel suppression (240-249), deinterleave (251-261), colour
     correction (263-295), the tone curve with lutResample = 1 as on x86 (297-367), sharpening
@@ -433,7 +433,7 @@ def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bo
 
 
 def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
-    """Halide's apps/interpolate at HALIDE_COMMIT: the algorithm of
+    """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/interpolate/interpolate_generator.cpp lines 32-72 (push-pull over L = levels = 10
     levels, line 15; before level 4 the previous level is clamped to
     [0, width / (1 << (l - 1))] = [0, width / 8], lines 39-47), with examples/interpolate.hl's
