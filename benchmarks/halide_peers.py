@@ -1,12 +1,20 @@
 """The Halide side of the benchmarks, in Halide's Python API: the same algorithms and the same
 schedules as the .hl cases. Each builder returns (run, output), where run() realizes into a
 preallocated buffer (JIT-compiled beforehand) and output() gives the result as a NumPy
-array in the user's (H, W[, C]) layout."""
+array in the user's (H, W[, C]) layout.
+
+The four ports of Halide's apps (local_laplacian, bilateral_grid, camera_pipe, interpolate)
+were checked line by line against the apps' generator sources at Halide commit
+abbf7ff983dc19d9994d32c5a5d11a8cdda88ed8 (HALIDE_COMMIT); each docstring names the file and
+lines it follows. The tests (tests/examples/test_*.py) also compare each of them with a NumPy
+implementation written from those sources, so a slip shared by a peer and its example shows."""
 from __future__ import annotations
 
 import time
 
 import numpy as np
+
+HALIDE_COMMIT = "abbf7ff983dc19d9994d32c5a5d11a8cdda88ed8"     # the Halide sources the app ports follow
 
 
 def _hl():
@@ -94,9 +102,14 @@ def iir(img: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
 
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
                     strict: bool = False, schedule: bool = True) -> Peer:
-    """apps/local_laplacian/local_laplacian_generator.cpp (release 21), J = 8 levels, with its CPU
-    schedule (examples/local_laplacian.hl has the same; schedule=False: the pyramid levels
-    compute_root, the rest inlined). img: (H, W, 3) u16."""
+    """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
+    apps/local_laplacian/local_laplacian_generator.cpp lines 18-87 with its downsample and
+    upsample (lines 266-282), J = pyramid_levels = 8 (line 10); levels, alpha and beta are the
+    generator's Inputs (lines 13-15; the app's process.cpp, line 31, passes alpha / (levels - 1)).
+    schedule=True: the app's CPU schedule (lines 136-199) as examples/local_laplacian.hl has
+    it: without gPyramid[0].clone_in (lines 184-188), never_partition, hoist_storage and the
+    RoundUp tail strategy, which hdsl lacks (fold_storage is kept: hdsl folds by itself).
+    schedule=False: the pyramid levels compute_root, the rest inlined. img: (H, W, 3) u16."""
     hl = _hl()
     J = 8
     x, y, c, k, yo = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("k"), hl.Var("yo")
@@ -191,8 +204,12 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
 
 
 def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True) -> Peer:
-    """apps/bilateral_grid (release 21), s_sigma = 8, f32 gray; schedule: the app's CPU schedule
-    (examples/bilateral_grid.hl has the same), else the grid's stages compute_root. img: (H, W) f32."""
+    """Halide's apps/bilateral_grid at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
+    apps/bilateral_grid/bilateral_grid_generator.cpp lines 14-67, s_sigma = 8 (line 8), r_sigma an
+    Input (line 11; its estimate and the app's Makefile use 0.1). schedule=True: the app's CPU
+    schedule, lines 128-149, directive for directive (examples/bilateral_grid.hl has it less the
+    update's unroll(c) and store_in(Stack), which hdsl refuses or lacks); else the grid's stages
+    compute_root. img: (H, W) f32."""
     hl = _hl()
     S = 8
     h, w = img.shape
@@ -248,10 +265,17 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
 def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
                 gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
                 whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None) -> Peer:
-    """apps/camera_pipe/camera_pipe_generator.cpp (release 21); output w x h x 3 u8 from raw (H, W) u16.
-    schedule: examples/camera_pipe.hl's CPU schedule (and raw read through repeat_edge, as the
-    example does because its rounded-up tiles read past the app's region); else the look-up
-    tables and the green planes compute_root, the rest inlined, raw read as the app does."""
+    """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
+    apps/camera_pipe/camera_pipe_generator.cpp: avg, blur121 and the interleaves (lines 15-35),
+    the demosaic (57-146), hot-pixel suppression (240-249), deinterleave (251-261), colour
+    correction (263-295), the tone curve with lutResample = 1 as on x86 (297-367), sharpening
+    (369-404) and generate() (406-425); the params' defaults are the estimates (lines 433-438),
+    which are also the values of the app's Makefile and process.cpp (lines 59-65). Output
+    w x h x 3 u8 from raw (H, W) u16. schedule: examples/camera_pipe.hl's CPU schedule (not
+    the app's, lines 499-577: no compute_with, prefetch or fold_storage, which hdsl lacks) and
+    raw read through repeat_edge, as the example does because its rounded-up tiles read past
+    the app's region; else the look-up tables and the green planes compute_root, the rest
+    inlined, raw read as the app does (line 412)."""
     hl = _hl()
     boundary = schedule if boundary is None else boundary
     x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
@@ -409,8 +433,12 @@ def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bo
 
 
 def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
-    """Halide's apps/interpolate (push-pull over L levels) with examples/interpolate.hl's schedule.
-    rgba: (H, W, 4) f32. strict: compile with Halide's StrictFloat (tests compare bit for bit)."""
+    """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
+    apps/interpolate/interpolate_generator.cpp lines 32-72 (push-pull over L = levels = 10
+    levels, line 15; before level 4 the previous level is clamped to
+    [0, width / (1 << (l - 1))] = [0, width / 8], lines 39-47), with examples/interpolate.hl's
+    schedule (not the app's, lines 147-198, which uses clone_in). rgba: (H, W, 4) f32.
+    strict: compile with Halide's StrictFloat (tests compare bit for bit)."""
     hl = _hl()
     h, w, _ = rgba.shape
     x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
@@ -423,7 +451,7 @@ def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
         prev = ds[l - 1]
         if l == 4:
             mid = hl.Func("mid")
-            mid[x, y, c] = prev[hl.clamp(x, 0, inp.width() // (1 << l)), hl.clamp(y, 0, inp.height() // (1 << l)), c]
+            mid[x, y, c] = prev[hl.clamp(x, 0, inp.width() // (1 << (l - 1))), hl.clamp(y, 0, inp.height() // (1 << (l - 1))), c]
             prev = mid
         dx = hl.Func(f"dx{l}")
         dx[x, y, c] = (prev[x * 2 - 1, y, c] + f(2.0) * prev[x * 2, y, c] + prev[x * 2 + 1, y, c]) * f(0.25)

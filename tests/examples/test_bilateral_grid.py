@@ -9,7 +9,7 @@ import pytest
 import hdsl
 from tests.correctness.test_apps import bilateral_grid_ref
 
-from .test_examples import EX, IMAGES, _cli
+from .test_examples import EX, IMAGES, _cli, halide_output
 
 F = np.float32
 S = 8              # Halide's s_sigma (a generator constant there, a const in the example)
@@ -28,10 +28,7 @@ def halide_bilateral_grid(img, r_sigma, schedule=False):
     """Halide's apps/bilateral_grid in Halide's Python API (benchmarks/halide_peers.py, the
     benchmark's peer); schedule=True: its CPU schedule. Strict floats (no fused multiply-adds),
     as hdsl's code has none."""
-    from benchmarks import halide_peers
-    peer = halide_peers.bilateral_grid(img, r_sigma, strict=True, schedule=schedule)
-    peer.run()
-    return peer.output().copy()
+    return halide_output("bilateral_grid", img, r_sigma, strict=True, schedule=schedule)
 
 
 @pytest.mark.parametrize("r_sigma", [0.1, 0.25])
@@ -59,6 +56,8 @@ def test_bilateral_grid_matches_halide_bit_for_bit(schedule):
     expected = halide_bilateral_grid(img, 0.1, schedule)
     assert got.shape == expected.shape == img.shape
     assert np.array_equal(got, expected)
+    # the peer itself (the benchmark's) against the NumPy bilateral grid
+    assert np.array_equal(expected, bilateral_grid_ref(img, 0.1, S=S))
 
 
 def test_bilateral_grid_runs_from_the_command_line(tmp_path):
