@@ -56,15 +56,19 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
     lb = LoopBuilder(defs, scheds, p.outputs)
     lb.shift_outputs = shift_outputs
     stmt: Stmt = Block(())
-    # outputs: consumers first, so that each output's production precedes its consumers'
-    for f in reversed([g for g in funcs if g in p.outputs]):
-        required = [(Var(f"{f.name}.min.{d}", I32),
-                     simplify(BinOp("-", BinOp("+", Var(f"{f.name}.min.{d}", I32),
-                                               Var(f"{f.name}.extent.{d}", I32), I32), Const(I32, 1), I32)))
-                    for d in range(f.dims)]
-        stmt = lb.wrap_compute(f, stmt, required)
+    # consumers first, outputs among the rest: each production wraps what follows it, so
+    # every Func (an output read by another Func too) is produced before its consumers
     for f in reversed(funcs):
-        if id(f) in inlined or f in p.outputs:
+        if id(f) in inlined:
+            continue
+        if f in p.outputs:
+            # an output's region is its buffer (what other Funcs read of it is checked
+            # against the buffer by bounds_checks)
+            required = [(Var(f"{f.name}.min.{d}", I32),
+                         simplify(BinOp("-", BinOp("+", Var(f"{f.name}.min.{d}", I32),
+                                                   Var(f"{f.name}.extent.{d}", I32), I32), Const(I32, 1), I32)))
+                        for d in range(f.dims)]
+            stmt = lb.wrap_compute(f, stmt, required)
             continue
         fs = scheds[id(f)]
         level = fs.compute

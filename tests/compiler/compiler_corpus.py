@@ -79,6 +79,7 @@ CORPUS: dict[str, Spec] = {s.name: s for s in [
          params=[{}, {"b0": 0.3, "a1": 0.7, "c0": 0.6, "c1": 0.5, "c2": -0.1}]),
     Spec("argmax_tuple", _one(np.uint8, 0, 7)),       # a small range: many ties
     Spec("multi_out", _one(np.uint8)),
+    Spec("outputs_chain", _one(np.uint8)),
     Spec("multi_in", _multi_in,
          params=[{}, {"gain": -0.75, "bias": 100000, "shift": 5}, {"gain": 300.0, "bias": -7, "shift": 0}]),
     Spec("pyramid", _one(np.uint16), no_inline=("gp[1]", "gp[2]", "up[1]", "up[0]", "lp[0]", "lp[1]")),
