@@ -206,6 +206,12 @@ def _binop(e: BinOp) -> Expr:
     if op in ("min", "max"):
         if _same(a, b):
             return a
+        other = "max" if op == "min" else "min"
+        for x, y in ((a, b), (b, a)):
+            # absorption: min(x, max(x, y)) = max(x, min(x, y)) = x (the lower bound of a
+            # shifted-inwards split's start, max(min(0, e - n), 0), is 0)
+            if isinstance(y, BinOp) and y.op == other and (_same(y.a, x) or _same(y.b, x)):
+                return x
         ba, ca = _offset(a)
         bb, cb = _offset(b)
         if (ba is None and bb is None) or (ba is not None and bb is not None and _same(ba, bb)):

@@ -171,6 +171,7 @@ class _StageShape:
         # bounds inference has given the loop's range (internal name -> (directive, var))
         self.deferred: dict[str, tuple] = {}
         self.shifted: list[tuple[str, int]] = []         # (var, factor) of splits shifted inwards
+        self.shift_outer: dict[str, int] = {}     # outer loops of shift_inwards splits -> factor
 
     def fresh(self, user: str) -> str:
         n = self.versions.get(user, 0)
@@ -199,9 +200,32 @@ class _StageShape:
         e = simplify(ext)
         if isinstance(e, Const) and e.value % n == 0:
             tail = "exact"          # the factor divides a constant extent: no tail at all
+        if tail == "roundup_after_shift":
+            tail = "roundup"        # (the shifted split below clamps what this one rounds up)
+        elif tail == "shift_inwards":
+            # later splits of the outer loop by no more than n may round up: a tile past the
+            # end is clamped by this split's shift (Halide's rule in Func.cpp, Stage::split)
+            self.shift_outer[vo] = n
         if tail == "shift":
             base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
             self.shifted.append((v, n))
+        elif tail == "shift_inwards":
+            # Halide's ShiftInwards: the last tile ends at the extent's end, recomputing a few
+            # points; a region narrower than n (no whole tile fits) clamps the inner var
+            # instead, so nothing outside [lo, lo + ext) is ever computed or read. In the
+            # steady state both clamps are no-ops that partition_loops removes.
+            if isinstance(e, Const) and e.value < n:
+                inner_value = simplify(BinOp("min", V(inner), I(e.value - 1), I32))
+                base = I(0)
+            else:
+                # (min(inner, max(e - 1, 0)): its lower bound simplifies to 0)
+                inner_value = V(inner) if isinstance(e, Const) else \
+                    simplify(BinOp("min", V(inner), BinOp("max", sub(ext, I(1)), I(0), I32), I32))
+                base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
+                if not isinstance(e, Const):
+                    base = simplify(BinOp("max", base, I(0), I32))
+            self.lets.append((old, add(lo, add(base, inner_value))))
+            return
         value = add(lo, add(base, V(inner)))
         if tail == "guard":
             # the guard skips the points past the end; the clamp (a no-op where the guard
@@ -252,14 +276,18 @@ def shifts(shape: _StageShape, v: str, pure_stage: bool, is_output: bool, shift_
 
 def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage: bool, is_output: bool,
                      f: Func, shift_outputs: bool = False) -> None:
-    base_tail = "roundup" if pure_stage and not is_output else "guard"
+    base_tail = "shift_inwards" if pure_stage and not is_output else "guard"
 
-    def tail_of(v):
-        return "shift" if shifts(shape, v, pure_stage, is_output, shift_outputs, f) else base_tail
+    def tail_of(v, n):
+        if shifts(shape, v, pure_stage, is_output, shift_outputs, f):
+            return "shift"
+        if base_tail == "shift_inwards" and shape.shift_outer.get(v, 0) >= n:
+            return "roundup_after_shift"
+        return base_tail
     for d in directives:
         a = d.args
         if d.name == "split":
-            shape.split(a[0], a[1], a[2], a[3], tail_of(a[0]))
+            shape.split(a[0], a[1], a[2], a[3], tail_of(a[0], a[3]))
         elif d.name == "fuse":
             shape.fuse(a[0], a[1], a[2])
         elif d.name == "reorder":
@@ -270,20 +298,20 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 xo, yo = x, y
             else:
                 x, y, xo, yo, xi, yi, w, h = a
-            tx, ty = tail_of(x), tail_of(y)
+            tx, ty = tail_of(x, w), tail_of(y, h)
             shape.split(x, xo, xi, w, tx)
             shape.split(y, yo, yi, h, ty)
             shape.reorder([xi, yi, xo, yo])
             if d.name == "gpu_tile":
                 shape.kinds[shape.internal[yo]] = "parallel"
         elif d.name == "gpu_tile":
-            shape.split(a[0], a[0], a[1], a[2], tail_of(a[0]))
+            shape.split(a[0], a[0], a[1], a[2], tail_of(a[0], a[2]))
             shape.kinds[shape.internal[a[0]]] = "parallel"
         elif d.name in ("vectorize", "unroll", "parallel"):
             kind = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel"}[d.name]
             v = a[0]
             if len(a) == 2:
-                shape.split(v, v, v + "_i", a[1], tail_of(v))
+                shape.split(v, v, v + "_i", a[1], tail_of(v, a[1]))
                 target = v + "_i" if d.name != "parallel" else v
             else:
                 target = v

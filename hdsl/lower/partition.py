@@ -27,7 +27,7 @@ original does. The prologue and epilogue are left as they were.
 """
 from __future__ import annotations
 
-from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, intern, subst_vars, walk
+from hdsl.ir.expr import BinOp, Const, Expr, Select, Var, free_vars, intern, subst_vars, walk
 from hdsl.ir.simplify import _key, _linear, _rebuild_linear, simplify
 from hdsl.ir.stmt import (Block, For, IfThenElse, LetStmt, Stmt, Store, children, map_exprs, own_exprs,
                           with_children)
@@ -35,6 +35,7 @@ from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
 _CMP = ("<", "<=", ">", ">=")
+_WHOLE = 1 << 29        # a steady range's end past any loop's: a condition that holds for every v
 
 
 def partition_loops(stmt: Stmt) -> Stmt:
@@ -216,7 +217,8 @@ class _Partitioner:
         # guard's min, `let x = min(base, max)` then `clamp(x, …)`, is linear only once the
         # let's min has gone)
         order = sorted((hot[i] for i in found), key=n_hot_below)
-        repl, lows, highs = self._choose(order, found, v)
+        # (a condition that does not move with v is worth a copy only right around vector code)
+        repl, lows, highs = self._choose(order, found, v, invariant=not scalar and _directly_around_vectors(loop.body))
         if not repl:
             return loop
         m, e = loop.min, loop.extent
@@ -248,30 +250,49 @@ class _Partitioner:
             # bound over a long stretch: there it is the bound itself, a broadcast, instead
             # of lanes checked at run time. (Boundary conditions are pinned only over the
             # few points of the halo, not worth a fourth copy of the loop.)
-            sat_order = [n for n in order if id(n) in lane_varying and not _is_edge_clamp(n)]
-            sat_repl, sat_lows, _ = self._choose(sat_order, found, v, only="lo")
-            if sat_lows and any(sat_repl[i] is not repl.get(i) for i in sat_repl) and \
+            # (a shifted-inwards tile start, min(v * n, e - n), not varying across lanes, is
+            # v * n up to the last tile: the saturated stretch ends there, the last tile after it)
+            sat_order = [n for n in order if (id(n) in lane_varying and not _is_edge_clamp(n))
+                         or id(n) not in lane_varying]
+            free_hi = {id(n) for n in sat_order if id(n) not in lane_varying}
+            sat_repl, sat_lows, sat_highs = self._choose(sat_order, found, v, only="lo", invariant=True,
+                                                         free_hi=free_hi)
+            if sat_lows and any(sat_repl[i] is not repl.get(i) for i in sat_repl if i not in free_hi) and \
                     _stores_stay_vector(_replace_stmt(loop.body, sat_repl)):
                 sat_c = _Candidates(False)
                 for x in [hi_v] + sat_lows:
                     sat_c.add(x)
-                sat = (f"{v}.saturated.min", _b("min", sat_c.value(), end), _replace_stmt(loop.body, sat_repl))
+                sat_value = _b("min", sat_c.value(), end)
+                sat_end = None
+                if sat_highs:
+                    end_c = _Candidates(True)
+                    for x in [end] + [_b("+", x, _I(1)) for x in sat_highs]:
+                        end_c.add(x)
+                    sat_end = (f"{v}.saturated.end", _b("max", end_c.value(), Var(f"{v}.saturated.min", I32)))
+                sat = (f"{v}.saturated.min", sat_value, _replace_stmt(loop.body, sat_repl), sat_end)
         if sat is not None:
-            sat_name, sat_value, sat_body = sat
+            sat_name, sat_value, sat_body, sat_end = sat
             sat_v = Var(sat_name, I32)
+            sat_stop = Var(sat_end[0], I32) if sat_end else end
             parts.append(For(v, hi_v, _b("-", sat_v, hi_v), "serial", loop.body))
-            parts.append(For(v, sat_v, _b("-", end, sat_v), "serial", sat_body))
+            parts.append(For(v, sat_v, _b("-", sat_stop, sat_v), "serial", sat_body))
+            if sat_end:
+                parts.append(For(v, sat_stop, _b("-", end, sat_stop), "serial", loop.body))
         elif highs:
             parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
         out = Block(tuple(parts))
         if sat is not None:
+            if sat_end:
+                out = LetStmt(sat_end[0], sat_end[1], out)
             out = LetStmt(sat_name, sat_value, out)
         return LetStmt(lo_name, lo, LetStmt(hi_name, hi, out))
 
-    def _choose(self, order, found, v, only: str | None = None):
+    def _choose(self, order, found, v, only: str | None = None, invariant: bool = False,
+                free_hi: frozenset | set = frozenset()):
         """Replacements for the hot nodes (in `order`, inner ones first) that hold over one
         range of v, with the bounds of that range: (repl, lows, highs). only="lo": just
-        replacements that hold for all v from some point on (the end of the loop)."""
+        replacements that hold for all v from some point on (the end of the loop), except the
+        nodes in free_hi, which may also hold up to some point (their bounds join the highs)."""
         lows, highs, repl = [], [], {}
         pending = list(order)
         changed = True
@@ -288,8 +309,8 @@ class _Partitioner:
                     bounds = []
                     for in_if, chain in occurrences:
                         _, d, r = _conditions(cur, in_if)[k]
-                        b = self._solve(d, v, chain, repl)
-                        if b is None or (only is not None and b[0] != only):
+                        b = self._solve(d, v, chain, repl, invariant and (only or "hi"))
+                        if b is None or (only is not None and b[0] != only and id(n) not in free_hi):
                             break
                         bounds.append(b)
                     else:
@@ -306,8 +327,10 @@ class _Partitioner:
         return repl, lows, highs
 
     @staticmethod
-    def _solve(d: Expr, v: str, chain, repl: dict) -> tuple[str, Expr] | None:
-        """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L.
+    def _solve(d: Expr, v: str, chain, repl: dict, invariant: str | bool = False) -> tuple[str, Expr] | None:
+        """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L
+        (invariant "hi" or "lo": d may not move with v at all, and the bound of that kind
+        is then all or nothing).
         The lets' values are taken with the replacements already chosen (`repl`)."""
         inner = {b[1] for b in chain}
         # the lets inside the loop, substituted (innermost first: values may use outer ones)
@@ -325,7 +348,7 @@ class _Partitioner:
         const = _linear(full, 1, terms, order)
         kv = _key(Var(v, I32))
         c = terms.get(kv, [None, 0])[1]
-        if c == 0:
+        if c == 0 and not invariant:
             return None
         rest = {k: t for k, t in terms.items() if k != kv}
         for t, _ in rest.values():
@@ -351,6 +374,13 @@ class _Partitioner:
         names = _names(hi)
         if v in names or names & inner:
             return None
+        if c == 0:
+            # the same for every v (a narrow region's clamp of a shifted-inwards split,
+            # min(inner, extent - 1)): the whole loop is steady, or none of it
+            holds = BinOp("<=", hi, _I(0), BOOL)
+            if invariant == "lo":
+                return ("lo", simplify(Select(holds, _I(-_WHOLE), _I(_WHOLE), I32)))
+            return ("hi", simplify(Select(holds, _I(_WHOLE), _I(-_WHOLE), I32)))
         if c > 0:
             return ("hi", _b("/", _b("-", _I(0), hi), _I(c)))
         return ("lo", _b("/", _b("+", hi, _I(-c - 1)), _I(-c)))

@@ -71,9 +71,11 @@ def test_blur_x_steady_state_has_no_clamps():
     assert len(parts) == 6
     for pro, steady, epi in (parts[:3], parts[3:]):
         clamps = [_minmax_in_vector_code(l) for l in (pro, steady, epi)]
-        # x's clamp (a min and a max per tap: 6) is gone in the steady state; y's clamp
-        # does not vary across lanes and stays (one min and one max, shared by the taps)
-        assert clamps[1] == clamps[0] - 6 == clamps[2] - 6 == 2
+        # x's clamp (a min and a max per tap: 6) is gone in the steady state, and so are the
+        # four of blur_x's split shifted inwards (the tile's start, max(min(x * 16, e - 16), 0),
+        # and a narrow region's min(x_i, max(e - 1, 0))); y's clamp does not vary across lanes
+        # and stays (one min and one max, shared by the taps)
+        assert clamps[1] == clamps[0] - 10 == clamps[2] - 10 == 2
 
 
 def test_output_steady_state_has_no_tail_guard():
@@ -539,9 +541,12 @@ schedule s {
     p = hdsl.loads(text, "s.hl")
     stmt = lower(p.ir, "s", shift_outputs=True).stmt
     parts = _loops(stmt, "g.s0.x$1")
-    assert len(parts) == 4                    # prologue, steady state, mixed epilogue, saturated
+    # prologue, steady state, mixed epilogue, saturated, and g's last tile (its split shifts
+    # it inwards: g is not an output, Halide's ShiftInwards)
+    assert len(parts) == 5
     sat = parts[3]
     assert isinstance(sat.min, Var) and sat.min.name.endswith(".saturated.min")
+    assert isinstance(parts[4].min, Var) and parts[4].min.name.endswith(".saturated.end")
     # in the saturated copy x's clamps are gone from the lanes: what is left is scalar
     def lane_minmax(loop):
         n = 0
