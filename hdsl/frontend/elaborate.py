@@ -30,9 +30,9 @@ MATH1 = {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sin
          "floor", "ceil", "round", "trunc", "is_nan", "abs"}
 BUILTIN_ARITY = {**{n: 1 for n in MATH1}, "pow": 2, "atan2": 2, "absd": 2, "min": 2, "max": 2,
                  "clamp": 3, "lerp": 3, "select": 3}
-BUILTIN_USAGE = {"pow": "pow(x, y)", "atan2": "atan2(y, x)", "absd": "absd(a, b)", "min": "min(a, b)",
-                 "max": "max(a, b)", "clamp": "clamp(x, lo, hi)", "lerp": "lerp(a, b, weight)",
-                 "select": "select(condition, a, b)"}
+BUILTIN_USAGE = {"pow": "pow(x, y)", "atan2": "atan2(y, x)", "absd": "absd(a, b)", "min": "min(a, b, ...)",
+                 "max": "max(a, b, ...)", "clamp": "clamp(x, lo, hi)", "lerp": "lerp(a, b, weight)",
+                 "select": "select(condition, a, b) or select(c1, a, c2, b, ..., otherwise)"}
 INLINE_REDUCTIONS = {"sum", "product", "maximum", "minimum", "argmax", "argmin"}
 BOUNDARY_FNS = {"repeat_edge", "constant_exterior", "mirror_image", "mirror_interior", "repeat_image"}
 BUILTINS = CAST_NAMES | SAT_CAST_NAMES | set(BUILTIN_ARITY) | INLINE_REDUCTIONS | {"print"}
@@ -1301,14 +1301,30 @@ class Elaborator:
             a = self.as_operand(self.value(n.args[0], scope, ctx), n.args[0], ctx)
             if name in SAT_CAST_NAMES:
                 return ExprVal(self.type_rule(ops.saturating_cast, BY_NAME[name[:-4]], a, span=n.args[0].span))
-            if ops.is_literal(a):
-                t = BY_NAME[name]
-                if not t.is_float() and not t.can_represent(int(a.value)):
-                    self.error(f"integer constant {a.value} does not fit in {t}", n.args[0].span,
-                               f"use {name}_sat(...) to clamp, or a wider type")
+            # an explicit cast of a literal wraps like any cast, i8(240) == -16: Halide's
+            # cast() folds it with make_const, whose IntImm::make drops the high bits
+            # (src/IROperator.cpp, src/Expr.cpp); only implicit narrowing is an error
             return ExprVal(ops.cast(BY_NAME[name], a))
         if name in BUILTIN_ARITY:
             want = BUILTIN_ARITY[name]
+            k = len(n.args)
+            if (name in ("min", "max") and k > 2) or (name == "select" and k > 3 and k % 2 == 1):
+                # Halide's variadic forms, folded from the right (src/IROperator.h): max(a, b, c)
+                # is max(a, max(b, c)); select(c0, v0, c1, v1, d) is select(c0, v0, select(c1, v1, d))
+                args = [self.as_operand(self.value(a, scope, ctx), a, ctx) for a in n.args]
+                spans = [a.span for a in n.args]
+                acc, acc_span = args[-1], spans[-1]
+                step = 1 if name != "select" else 2
+                for i in range(k - 1 - step, -1, -step):
+                    if name == "select":
+                        self.check_condition(args[i], n.args[i], "select")
+                        acc = self.type_rule(ops.select, args[i], args[i + 1], acc,
+                                             spans=[spans[i], spans[i + 1], acc_span], span=n.span)
+                    else:
+                        acc = self.type_rule(ops.intrinsic, name, [args[i], acc], spans=[spans[i], acc_span],
+                                             span=n.span)
+                    acc_span = n.span
+                return ExprVal(acc)
             if len(n.args) != want:
                 self.error(f"{name} takes {want} argument{'s' if want != 1 else ''}, given {len(n.args)}", n.span,
                            f"write {BUILTIN_USAGE.get(name, name + '(x)')}")

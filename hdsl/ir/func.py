@@ -148,6 +148,18 @@ class Directive:
     args: list            # validated argument values: var names, ints, Func refs
     span: Span | None = None
     stage: int = -1       # -1 the pure definition, i for update(i)
+    tail: str | None = None   # a split's tail strategy when written: round_up, guard_with_if, shift_inwards
+
+
+def inner_loop_name(v: str, taken) -> str:
+    """The inner loop of `vectorize(v, n)` (also unroll, parallel): v_i, or v_i2, v_i3, …
+    when an earlier split of v already made v_i (`vectorize(x, 4).unroll(x, 3)`; Halide
+    names it afresh too). The recorder and lowering both name it with this."""
+    name, k = v + "_i", 1
+    while name in taken:
+        k += 1
+        name = f"{v}_i{k}"
+    return name
 
 
 @dataclass

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
-from hdsl.ir.func import Directive, Func, Schedule, pure_positions
+from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
                           own_exprs, with_children)
@@ -278,16 +278,23 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                      f: Func, shift_outputs: bool = False) -> None:
     base_tail = "shift_inwards" if pure_stage and not is_output else "guard"
 
-    def tail_of(v, n):
+    def tail_of(v, n, d=None):
+        written = d.tail if d is not None else None
+        if written == "round_up":
+            return "roundup"
+        if written == "guard_with_if":
+            return "guard"
         if shifts(shape, v, pure_stage, is_output, shift_outputs, f):
             return "shift"
+        if written == "shift_inwards" and not is_output:
+            return "shift_inwards"
         if base_tail == "shift_inwards" and shape.shift_outer.get(v, 0) >= n:
             return "roundup_after_shift"
         return base_tail
     for d in directives:
         a = d.args
         if d.name == "split":
-            shape.split(a[0], a[1], a[2], a[3], tail_of(a[0], a[3]))
+            shape.split(a[0], a[1], a[2], a[3], tail_of(a[0], a[3], d))
         elif d.name == "fuse":
             shape.fuse(a[0], a[1], a[2])
         elif d.name == "reorder":
@@ -298,21 +305,22 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 xo, yo = x, y
             else:
                 x, y, xo, yo, xi, yi, w, h = a
-            tx, ty = tail_of(x, w), tail_of(y, h)
+            tx, ty = tail_of(x, w, d), tail_of(y, h, d)
             shape.split(x, xo, xi, w, tx)
             shape.split(y, yo, yi, h, ty)
             shape.reorder([xi, yi, xo, yo])
             if d.name == "gpu_tile":
                 shape.kinds[shape.internal[yo]] = "parallel"
         elif d.name == "gpu_tile":
-            shape.split(a[0], a[0], a[1], a[2], tail_of(a[0], a[2]))
+            shape.split(a[0], a[0], a[1], a[2], tail_of(a[0], a[2], d))
             shape.kinds[shape.internal[a[0]]] = "parallel"
         elif d.name in ("vectorize", "unroll", "parallel"):
             kind = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel"}[d.name]
             v = a[0]
             if len(a) == 2:
-                shape.split(v, v, v + "_i", a[1], tail_of(v, a[1]))
-                target = v + "_i" if d.name != "parallel" else v
+                inner = inner_loop_name(v, shape.dims)
+                shape.split(v, v, inner, a[1], tail_of(v, a[1], d))
+                target = inner if d.name != "parallel" else v
             else:
                 target = v
                 ext = simplify(shape.bounds[shape.internal[v]][1])
@@ -737,7 +745,8 @@ def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
             elif d.name == "fuse":
                 split_before |= {a[0], a[1]}
             for v, n in pairs:
-                if v in f.args and v not in split_before and v not in bounded:
+                if v in f.args and v not in split_before and v not in bounded and \
+                        d.tail not in ("round_up", "guard_with_if"):
                     reqs.append((k, f.args.index(v), int(n)))
                 split_before.add(v)
     return reqs

@@ -50,21 +50,23 @@ def _expr_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
     if e.type == I32 and isinstance(e, BinOp) and e.op in ("+", "-"):
         # floor(x / c) * c inside a sum: replace it by x (upper) or x - (c - 1) (lower)
         # before bounding, so the sum's terms can cancel symbolically first
-        up, down = _relax(e, True), _relax(e, False)
+        up, down = _relax(e, True, scope), _relax(e, False, scope)
         if up is not e or down is not e:
             return (_bounds(simplify(down), scope)[0], _bounds(simplify(up), scope)[1])
     return _bounds(e, scope)
 
 
-def _relax(e: Expr, upper: bool) -> Expr:
+def _relax(e: Expr, upper: bool, scope: dict) -> Expr:
     if isinstance(e, BinOp) and e.type == I32:
         if e.op in ("+", "-"):
-            a = _relax(e.a, upper)
-            b = _relax(e.b, upper if e.op == "+" else not upper)
+            a = _relax(e.a, upper, scope)
+            b = _relax(e.b, upper if e.op == "+" else not upper, scope)
             return e if a is e.a and b is e.b else BinOp(e.op, a, b, I32)
         k = const_value(e.b)
+        # (not when x is a run-time constant: floor(x / c) * c is then its own exact bound, a
+        # rounded-up split's last point, which x would overstate by up to c - 1)
         if e.op == "*" and k is not None and k > 0 and isinstance(e.a, BinOp) and e.a.op == "/" \
-                and const_value(e.a.b) == k:
+                and const_value(e.a.b) == k and not _fixed(e.a.a, scope):
             x = e.a.a
             return x if upper else BinOp("-", x, Const(I32, k - 1), I32)
     return e
@@ -213,7 +215,8 @@ def _binop(e: BinOp, scope):
         b[0] is not None and b[1] is not None and const_value(b[0]) is not None
         and const_value(b[0]) == const_value(b[1])) else None
     if op == "*":
-        if kb is not None and kb > 0 and isinstance(e.a, BinOp) and e.a.op == "/" and const_value(e.a.b) == kb:
+        if kb is not None and kb > 0 and isinstance(e.a, BinOp) and e.a.op == "/" and const_value(e.a.b) == kb \
+                and not _fixed(e.a.a, scope):
             # floor(x / c) * c lies in [x - (c - 1), x]
             x = expr_bounds(e.a.a, scope)
             return (None if x[0] is None else _i("-", x[0], Const(I32, kb - 1)), x[1])

@@ -15,7 +15,7 @@ from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
 from hdsl.ir.expr import FuncCall, RVar, Var, intern, walk
-from hdsl.ir.func import Directive, Func, Schedule, callees, pure_positions
+from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions
 from hdsl.ir.types import I32
 
 # argument kinds: var (an existing loop var), new (a fresh name), int (compile-time),
@@ -55,6 +55,11 @@ USAGE = {
     "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h) or gpu_tile(x, y, xo, yo, xi, yi, w, h)",
     "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
 }
+# a split's optional last argument: how its last, partial tile is computed (Halide's
+# TailStrategy; without one, Halide's Auto: shift_inwards for pure definitions, guard_with_if
+# for updates and, when narrower than a tile, outputs)
+TAILS = ("round_up", "guard_with_if", "shift_inwards")
+TAILED = {"split", "tile", "gpu_tile", "vectorize", "unroll", "parallel"}
 PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
              "reorder_storage", "bound", "estimate", "tile_iir"}
 RACY = {"parallel", "vectorize", "gpu_blocks", "gpu_threads", "gpu_tile"}
@@ -186,9 +191,13 @@ class _Recorder:
             if stage >= 0 and name in PURE_ONLY:
                 self.el.error(f"'{name}' applies to the whole Func, not to one update", call.func.name_span,
                               f"write {f.name}.{USAGE[name]} without update(...)")
+            call, tail = self._tail(f, stage, name, call)
             args = self.args(f, stage, call, scope)
+            if tail is not None and isinstance(args[-1], str):
+                self.el.error(f"{name}({args[0]}) does not split, so it takes no tail strategy", tail[1],
+                              f"give a factor first: {name}({args[0]}, 8, {tail[0]})")
             self.apply(f, stage, name, args, call)
-            self.sched.add(f, Directive(name, args, call.span, stage))
+            self.sched.add(f, Directive(name, args, call.span, stage, tail[0] if tail else None))
             if name == "rfactor":
                 rest = calls[calls.index(call) + 1:]
                 if rest:
@@ -196,6 +205,26 @@ class _Recorder:
                                   "the intermediate is computed at the root with its new var's loops parallel; "
                                   "end the chain at rfactor(...)")
                 break
+
+    def _tail(self, f, stage, name, call):
+        """`split(x, xo, xi, 8, round_up)`: the call without its tail strategy, and the
+        strategy with its span (or None)."""
+        if name not in TAILED or len(call.args) < 2 or not isinstance(call.args[-1], ast.Name):
+            return call, None
+        last = call.args[-1]
+        longest = max(len(s) for s in SIGNATURES[name])
+        if last.id not in TAILS:
+            if len(call.args) > longest:
+                guess = did_you_mean(last.id, TAILS)
+                self.el.error(f"'{last.id}' is not a tail strategy" + (f"; did you mean '{guess}'?" if guess else ""),
+                              last.span, "a split's last argument may be " + ", ".join(TAILS))
+            return call, None
+        if stage >= 0 and last.id != "guard_with_if":
+            # Halide: "Can't use TailStrategy::RoundUp for splitting ... in update definition"
+            # (an update's points computed twice would be updated twice)
+            self.el.error(f"{last.id} would compute some points of update({stage}) of '{f.name}' twice, "
+                          "changing its result", last.span, "use guard_with_if (the default for updates)")
+        return ast.Call(call.span, call.func, call.args[:-1]), (last.id, last.span)
 
     def _func(self, node, scope) -> Func:
         from hdsl.frontend.elaborate import DefContext
@@ -230,9 +259,13 @@ class _Recorder:
                           f"write {USAGE[name]}")
         out = []
         st = self.state(f, stage) if name != "update" else None
+        # a split's outer loop may keep the old loop's name, split(x, x, xi, 8) (Halide's too):
+        # position -> the position of the loop it splits
+        outer_of = {1: 0} if name == "split" else {2: 0, 3: 1} if name in ("tile", "gpu_tile") and n == 8 else {}
         for i, a in enumerate(call.args):
             kind = sig[i] if i < len(sig) and sig[i] != "*" else sig[-2]
-            out.append(self.arg(kind, a, st, f, scope, out))
+            keeps = out[outer_of[i]] if i in outer_of else None
+            out.append(self.arg(kind, a, st, f, scope, out, keeps))
         return out
 
     def _var_name(self, a) -> str | None:
@@ -242,7 +275,7 @@ class _Recorder:
             return f"{a.obj.id}.{a.name}"
         return None
 
-    def arg(self, kind, a, st, f, scope, previous):
+    def arg(self, kind, a, st, f, scope, previous, keeps=None):
         el = self.el
         if kind == "int":
             v = el.const_int(a, scope)
@@ -280,9 +313,9 @@ class _Recorder:
                          f"its loops are {st.display()} (innermost first)")
             return name
         if kind == "new":
-            if name in st.vars or name in st.alias:
+            if (name in st.vars or name in st.alias) and name != keeps:
                 el.error(f"'{name}' is already a loop of '{f.name}'", a.span, "choose a new name")
-            if name in previous:
+            if name in previous and name != keeps:
                 el.error(f"'{name}' is named twice", a.span)
             return name
         if kind == "var_of":
@@ -326,11 +359,7 @@ class _Recorder:
             v[i:i + 1] = [args[1], args[0]]
             st.derive(args[0], args[1])
         elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
-            inner = args[0] + "_i"
-            if inner in v:
-                el.error(f"{name}({args[0]}, {args[1]}) splits '{args[0]}' into '{inner}', which '{f.name}' "
-                         f"already has (is '{f.name}' scheduled twice, e.g. under two names?)", call.func.name_span,
-                         f"split it under new names instead: split({args[0]}, {args[0]}o, {args[0]}v, {args[1]})")
+            inner = inner_loop_name(args[0], v)
             i = v.index(args[0])
             v[i:i + 1] = [inner, args[0]]
             st.derive(args[0], inner)
