@@ -1042,6 +1042,15 @@ class CodeGen:
             return self.libm(st, LIBM1.get(name, name), args, t)
         if name == "is_nan":
             return b.fcmp_unordered("uno", args[0], args[0])
+        if name in ("is_inf", "is_finite"):
+            # |x| == inf, |x| < inf (both false for NaN: Halide's is_finite is !is_inf && !is_nan)
+            mag = b.call(self.intrinsic("fabs", args[0].type), [args[0]])
+            lt = args[0].type
+            if isinstance(lt, ir.VectorType):
+                inf = ir.Constant(lt, [ir.Constant(lt.element, float("inf"))] * lt.count)
+            else:
+                inf = ir.Constant(lt, float("inf"))
+            return b.fcmp_ordered("==" if name == "is_inf" else "<", mag, inf)
         if name == "abs":
             at = e.args[0].type
             a = args[0]

@@ -27,7 +27,7 @@ STDLIB_DIR = Path(__file__).resolve().parents[1] / "stdlib"       # package data
 CAST_NAMES = set(BY_NAME)
 SAT_CAST_NAMES = {f"{n}_sat" for n in BY_NAME if n != "bool"}
 MATH1 = {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-         "floor", "ceil", "round", "trunc", "is_nan", "abs"}
+         "floor", "ceil", "round", "trunc", "is_nan", "is_inf", "is_finite", "abs"}
 BUILTIN_ARITY = {**{n: 1 for n in MATH1}, "pow": 2, "atan2": 2, "absd": 2, "min": 2, "max": 2,
                  "clamp": 3, "lerp": 3, "select": 3}
 BUILTIN_USAGE = {"pow": "pow(x, y)", "atan2": "atan2(y, x)", "absd": "absd(a, b)", "min": "min(a, b, ...)",
@@ -544,7 +544,9 @@ class Elaborator:
         rdom = RDom(s.name, bounds, None, s.span)
         scope.define(s.name, RDomVal(rdom))
         if s.where is not None:
-            p = self.expr(s.where, scope, DefContext(None, []))
+            # (it may mention declared pure vars, `var x` then `where r.x <= x`, as in Halide's
+            # RDom::where: the update that uses the rdom must have them as pure vars)
+            p = self.expr(s.where, scope, DefContext(None, None))
             if not p.type.is_bool() and not p.type.is_error():
                 text = self.text(s.where.span)
                 self.error(f"an rdom's 'where' condition must be bool, not {p.type}", s.where.span,
@@ -857,6 +859,14 @@ class Elaborator:
                        f"({', '.join(r.name for r in rdoms)})", self.second_rdom_use(s, scope, rdoms) or s.span,
                        "merge them into one multi-dimensional rdom, e.g. "
                        f"rdom {rdoms[0].name} = [{', '.join('lo..hi' for r in rdoms)}]")
+        if rdoms and rdoms[0].predicate is not None:
+            pure = {a.name for a in args if isinstance(a, Var)}
+            loose = sorted({n.name for n in walk(rdoms[0].predicate) if isinstance(n, Var)} - pure)
+            if loose:
+                self.error(f"the 'where' condition of rdom '{rdoms[0].name}' uses {', '.join(loose)}, which "
+                           f"this update of '{f.name}' does not have as a pure var", s.span,
+                           f"an update over '{rdoms[0].name}' must keep {', '.join(loose)} on its left-hand side, "
+                           f"e.g. {f.name}({', '.join(f.args)}) += ...")
         self.check_self_reads(f, args, values, s, scope)
         f.updates.append(Update(args, values, rdoms[0] if rdoms else None, s.span))
 
@@ -1105,6 +1115,36 @@ class Elaborator:
         return ExprVal(self.type_rule(ops.select, c, a, b, spans=[n.cond.span, n.then.span, n.other.span],
                                       span=n.span))
 
+    def select_call(self, n, scope, ctx):
+        """select(c, a, b), Halide's multi-way select(c0, v0, c1, v1, ..., otherwise) (the first
+        value whose condition holds; folded from the right as in src/IROperator.h), and a
+        select of tuples, point by point (Halide's Tuple select)."""
+        conds = [self.as_operand(self.value(a, scope, ctx), a, ctx) for a in n.args[0:-1:2]]
+        for c, a in zip(conds, n.args[0:-1:2]):
+            self.check_condition(c, a, "select")
+        nodes = list(n.args[1::2]) + [n.args[-1]]
+        values = [self.value(a, scope, ctx) for a in nodes]
+        tuples = [v for v in values if isinstance(v, TupleVal)]
+        if tuples:
+            width = len(tuples[0].items)
+            for v, a in zip(values, nodes):
+                if not isinstance(v, TupleVal) or len(v.items) != width:
+                    self.error(f"select mixes a tuple of {width} values with "
+                               + (f"a tuple of {len(v.items)}" if isinstance(v, TupleVal) else "a single value"),
+                               a.span, "give every choice the same number of values")
+            columns = [[v.items[j] for v in values] for j in range(width)]
+        else:
+            columns = [[self.as_operand(v, a, ctx) for v, a in zip(values, nodes)]]
+        out = []
+        for col in columns:
+            acc, acc_span = col[-1], nodes[-1].span
+            for i in range(len(conds) - 1, -1, -1):
+                acc = self.type_rule(ops.select, conds[i], col[i], acc,
+                                     spans=[n.args[2 * i].span, nodes[i].span, acc_span], span=n.span)
+                acc_span = n.span
+            out.append(acc)
+        return TupleVal(out) if tuples else ExprVal(out[0])
+
     def v_TupleLit(self, n, scope, ctx):
         return TupleVal([self.as_operand(self.value(i, scope, ctx), i, ctx) for i in n.items])
 
@@ -1308,21 +1348,16 @@ class Elaborator:
         if name in BUILTIN_ARITY:
             want = BUILTIN_ARITY[name]
             k = len(n.args)
-            if (name in ("min", "max") and k > 2) or (name == "select" and k > 3 and k % 2 == 1):
-                # Halide's variadic forms, folded from the right (src/IROperator.h): max(a, b, c)
-                # is max(a, max(b, c)); select(c0, v0, c1, v1, d) is select(c0, v0, select(c1, v1, d))
+            if name == "select" and k >= 3 and k % 2 == 1:
+                return self.select_call(n, scope, ctx)
+            if name in ("min", "max") and k > 2:
+                # Halide's variadic min/max, folded from the right (src/IROperator.h):
+                # max(a, b, c) is max(a, max(b, c))
                 args = [self.as_operand(self.value(a, scope, ctx), a, ctx) for a in n.args]
-                spans = [a.span for a in n.args]
-                acc, acc_span = args[-1], spans[-1]
-                step = 1 if name != "select" else 2
-                for i in range(k - 1 - step, -1, -step):
-                    if name == "select":
-                        self.check_condition(args[i], n.args[i], "select")
-                        acc = self.type_rule(ops.select, args[i], args[i + 1], acc,
-                                             spans=[spans[i], spans[i + 1], acc_span], span=n.span)
-                    else:
-                        acc = self.type_rule(ops.intrinsic, name, [args[i], acc], spans=[spans[i], acc_span],
-                                             span=n.span)
+                acc, acc_span = args[-1], n.args[-1].span
+                for i in range(k - 2, -1, -1):
+                    acc = self.type_rule(ops.intrinsic, name, [args[i], acc], spans=[n.args[i].span, acc_span],
+                                         span=n.span)
                     acc_span = n.span
                 return ExprVal(acc)
             if len(n.args) != want:
@@ -1330,9 +1365,6 @@ class Elaborator:
                            f"write {BUILTIN_USAGE.get(name, name + '(x)')}")
             args = [self.as_operand(self.value(a, scope, ctx), a, ctx) for a in n.args]
             spans = [a.span for a in n.args]
-            if name == "select":
-                self.check_condition(args[0], n.args[0], "select")
-                return ExprVal(self.type_rule(ops.select, *args, spans=spans, span=n.span))
             return ExprVal(self.type_rule(ops.intrinsic, name, args, spans=spans, span=n.span))
         if name in INLINE_REDUCTIONS:
             from hdsl.frontend.reductions import inline_reduction

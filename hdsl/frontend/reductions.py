@@ -27,6 +27,14 @@ def inline_reduction(el, name, e, n, ctx):
                  n.args[0].span, "merge them into one multi-dimensional rdom")
     if e.type.is_error():
         return ExprVal(ops.poison())
+    # a pure var in the rdom's `where` condition is a dimension of the reduction too
+    if rdoms[0].predicate is not None:
+        for node in walk(rdoms[0].predicate):
+            if isinstance(node, Var) and node.name not in free:
+                if ctx.pure_vars is not None and node.name not in ctx.pure_vars:
+                    el.error(f"the 'where' condition of rdom '{rdoms[0].name}' uses '{node.name}', which is not "
+                             "a pure var here", n.span, f"use {name}(...) inside a Func with pure var '{node.name}'")
+                free.append(node.name)
     order = list(ctx.pure_vars or [])
     free.sort(key=lambda v: order.index(v) if v in order else len(order))
     rd = rdoms[0]

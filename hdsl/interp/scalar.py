@@ -246,6 +246,10 @@ def intrinsic_values(name: str, args: list[np.ndarray], arg_types: list[Type], t
             return np.arctan2(args[0], args[1]).astype(t.dtype)
         if name == "is_nan":
             return np.isnan(args[0])
+        if name == "is_inf":
+            return np.isinf(args[0])
+        if name == "is_finite":
+            return np.isfinite(args[0])
         if name == "abs":
             a = args[0]
             if arg_types[0].is_int():

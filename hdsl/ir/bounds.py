@@ -137,7 +137,7 @@ def _interval(e: Expr, env: BoundsEnv, cache) -> Interval:
             return (float(f(lo)), float(f(hi)))
         if e.name == "print":
             return interval(e.args[0], env, cache)
-        if e.name == "is_nan":
+        if e.name in ("is_nan", "is_inf", "is_finite"):
             return (0, 1)
         if e.name == "lerp":
             a = interval(e.args[0], env, cache)

@@ -252,10 +252,10 @@ def intrinsic(name: str, args: list[Expr]) -> Expr:
         a = _to_float(a)
         b = cast(a.type, b)
         return Intrinsic(name, (a, b), a.type)
-    if name == "is_nan":
+    if name in ("is_nan", "is_inf", "is_finite"):
         a = args[0]
         if not a.type.is_float():
-            raise TypeRuleError(f"is_nan needs a float argument, not {a.type}", None, 0)
+            raise TypeRuleError(f"{name} needs a float argument, not {a.type}", None, 0)
         return Intrinsic(name, (a,), BOOL)
     if name == "abs":
         a = args[0]

@@ -109,3 +109,125 @@ algorithm {
     by_hand = sel * 100 + np.maximum(np.maximum(xs, ys), 3) + np.minimum(np.minimum(xs, ys), 2)
     assert (expected == by_hand).all()
     assert (got == expected).all()
+
+
+def test_is_inf_and_is_finite():
+    """Halide's is_inf / is_finite (src/IROperator.h: "true if the argument is a Inf or -Inf"
+    / "neither a NaN nor an Inf"), on f32 and f64, scalar and vectorized, against the
+    halide package."""
+    import halide as hl
+    text = """
+pipeline inf
+input img: f32[1]
+input dbl: f64[1]
+output o: u8[1]
+algorithm {
+    o(x) = (select(is_inf(img(x)), u8(1), u8(0)) + select(is_finite(img(x)), u8(2), u8(0))
+            + select(is_inf(dbl(x)), u8(4), u8(0)) + select(is_finite(dbl(x)), u8(8), u8(0)))
+}
+schedule vec { o.vectorize(x, 4) }
+"""
+    img = np.array([0, np.inf, -np.inf, np.nan, 1e38, -3, 2.5, -np.nan], np.float32)
+    dbl = img.astype(np.float64)[::-1].copy()
+    p = hdsl.loads(text, "<conformance>")
+    by_hand = (np.isinf(img) * 1 + np.isfinite(img) * 2 + np.isinf(dbl) * 4 + np.isfinite(dbl) * 8).astype(np.uint8)
+    x = hl.Var("x")
+    fi, fd = hl.Buffer(img), hl.Buffer(dbl)
+    h = hl.Func("h")
+    h[x] = (hl.select(hl.is_inf(fi[x]), 1, 0) + hl.select(hl.is_finite(fi[x]), 2, 0)
+            + hl.select(hl.is_inf(fd[x]), 4, 0) + hl.select(hl.is_finite(fd[x]), 8, 0))
+    assert np.asarray(h.realize([8])).tolist() == by_hand.tolist()
+    for out in (p.realize((8,), img=img, dbl=dbl), p.compile().realize((8,), img=img, dbl=dbl),
+                p.compile(schedule="vec").realize((8,), img=img, dbl=dbl)):
+        assert out.tolist() == by_hand.tolist()
+
+
+def test_select_of_tuples():
+    """Halide's select over Tuples picks point by point (Tuple select, src/Tuple.h), also in
+    the multi-way form."""
+    text = """
+pipeline tsel
+input img: i32[1]
+output o: i32[1]
+output p: f32[1]
+algorithm {
+    f(x) = select(img(x) > 0, (img(x), 1.5f), img(x) < -5, (0, 2.5f), (-img(x), 0.25f))
+    o(x) = f(x)[0]
+    p(x) = f(x)[1]
+}
+"""
+    img = np.array([3, -7, -2, 0, 9], np.int32)
+    got, expected = run_both(text, (5,), img=img)
+    for o, p in (got, expected):
+        assert o.tolist() == [3, 0, 2, 0, 9]
+        assert p.tolist() == [1.5, 2.5, 0.25, 0.25, 1.5]
+    bad = text.replace("(0, 2.5f)", "0")
+    with pytest.raises(hdsl.HdslError, match="select mixes a tuple of 2 values with a single value"):
+        hdsl.loads(bad, "<conformance>")
+
+
+def test_repeated_pure_var_is_refused_as_in_halide():
+    """Halide refuses `g(x, x) = ...`: "In left-hand-side of definition, arguments 1 and 0
+    both have the name x" (src/Function.cpp, Function::define); so does hdsl."""
+    import halide as hl
+    x = hl.Var("x")
+    g = hl.Func("g")
+    with pytest.raises(Exception, match="both have the name"):
+        g[x, x] = x
+    text = """
+pipeline rep
+output g: i32[2]
+algorithm {
+    g(x, x) = x
+}
+"""
+    with pytest.raises(hdsl.HdslError, match="pure var 'x' appears twice on the left-hand side"):
+        hdsl.loads(text, "<conformance>")
+
+
+WHERE = """
+pipeline rw
+input img: i32[2]
+output g: i32[2]
+output h: i32[2]
+algorithm {
+    var x, y
+    rdom r = [0..4] where r.x <= x
+    g(x, y) = 0
+    g(x, y) += img(r.x, y)
+    h(x, y) = sum(img(r.x, y)) + 1
+}
+schedule v { g.vectorize(x, 4)
+             h.vectorize(x, 4) }
+"""
+
+
+@pytest.mark.parametrize("schedule", [None, "v"])
+def test_rdom_where_mentions_a_pure_var(schedule):
+    """Halide's RDom::where: the predicate "may refer to the RDom's variables and free
+    variables in the Func's update definition" (src/RDom.h), giving "domains with sizes that
+    vary with some free variable": g(x, y) sums img(0..min(x, 3), y). Also checked against the
+    halide package."""
+    import halide as hl
+    img = np.arange(24, dtype=np.int32).reshape(4, 6)
+    p = hdsl.loads(WHERE, "<conformance>")
+    expected = p.realize((6, 4), img=img)
+    got = p.compile(schedule=schedule).realize((6, 4), img=img)
+    by_hand = np.array([[img[y, :min(x, 3) + 1].sum() for x in range(6)] for y in range(4)], np.int32)
+    x, y = hl.Var("x"), hl.Var("y")
+    r = hl.RDom([(0, 4)])
+    r.where(r.x <= x)
+    b = hl.Buffer(img)
+    f = hl.Func("f")
+    f[x, y] = 0
+    f[x, y] += b[r.x, y]
+    assert np.asarray(f.realize([6, 4])).tolist() == by_hand.tolist()
+    for g, h in (expected, got):
+        assert g.tolist() == by_hand.tolist()
+        assert h.tolist() == (by_hand + 1).tolist()
+
+
+def test_rdom_where_pure_var_must_stay_pure():
+    bad = WHERE.replace("g(x, y) += img(r.x, y)", "g(r.x, y) += img(r.x, y)")
+    with pytest.raises(hdsl.HdslError, match="uses x, which this update of 'g' does not have as a pure var"):
+        hdsl.loads(bad, "<conformance>")
