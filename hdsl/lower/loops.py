@@ -682,28 +682,83 @@ def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:
     gets a positioned error."""
     from hdsl.ir.expr import subst_vars
 
-    def visit(s: Stmt, env: dict) -> Stmt:
+    def visit(s: Stmt, env: dict, sym: dict) -> Stmt:
         if isinstance(s, LetStmt):
             v = simplify(subst_vars(s.value, env)) if env else s.value
             inner = dict(env, **{s.name: v}) if isinstance(v, Const) else env
-            body = visit(s.body, inner)
+            # (every integer let, for the largest extent a loop can have: see widest)
+            inner_sym = dict(sym, **{s.name: simplify(subst_vars(s.value, sym))}) if s.value.type == I32 else sym
+            body = visit(s.body, inner, inner_sym)
             return s if body is s.body else LetStmt(s.name, s.value, body)
         if isinstance(s, For) and s.var in deferred:
             d, v = deferred[s.var]
             ext = simplify(subst_vars(s.extent, env))
+            most = _widest(simplify(subst_vars(s.extent, sym)))
+            slid = any(isinstance(n, Select) for n in walk(subst_vars(s.extent, sym)))
+            if not isinstance(ext, Const) and most is None and slid and d.name == "unroll":
+                # a slid window whose size this form of the code cannot bound by a constant
+                # (the guarded last tile of an output narrower than a tile): left rolled, as
+                # unrolling changes no value
+                return For(s.var, s.min, s.extent, "serial", visit(s.body, env, sym))
+            if not isinstance(ext, Const) and most is not None:
+                # a sliding window's slice (store_root + compute_at): its first iteration
+                # computes the whole window, later ones the new rows. The loop keeps the
+                # window's constant extent, ending where this iteration's rows end and
+                # skipping the rows computed before (so it stays inside the window, and
+                # bounds inference sees no more than the window)
+                start = sub(add(s.min, s.extent), most)
+                guard = BinOp(">=", V(s.var), s.min, BOOL)
+                return For(s.var, start, most, s.kind, IfThenElse(guard, visit(s.body, env, sym)))
             if not isinstance(ext, Const):
                 raise HdslError(f"{d.name}({v}) needs a loop of constant extent, but the extent of '{v}' "
                                 "depends on the output's size", d.span,
                                 f"split it first, {d.name}({v}, 8), or fix its range with bound({v}, 0, N)")
-            return For(s.var, s.min, ext, s.kind, visit(s.body, env))
+            return For(s.var, s.min, ext, s.kind, visit(s.body, env, sym))
         kids = children(s)
         if not kids:
             return s
-        new = [visit(k, env) for k in kids]
+        new = [visit(k, env, sym) for k in kids]
         if all(a is b for a, b in zip(new, kids)):
             return s
         return with_children(s, new)
-    return visit(stmt, {}) if deferred else stmt
+    return visit(stmt, {}, {}) if deferred else stmt
+
+
+def _widest(ext: Expr) -> Const | None:
+    """The largest value of a loop extent that is a constant on each side of its selects
+    (a slid region's extent, `y + 1 - select(first, y - 1, y + 1) + 1`: 3 or 1), or None."""
+    from hdsl.ir.expr import substitute
+    selects = [n for n in walk(ext) if isinstance(n, Select)]
+    if not selects or len(selects) > 3:
+        return None
+    values = []
+    for k in range(1 << len(selects)):
+        pick = {id(n): (n.t if k >> i & 1 else n.f) for i, n in enumerate(selects)}
+        v = _const_upper(simplify(substitute(ext, lambda n: pick.get(id(n)))))
+        if v is None:
+            return None
+        values.append(v)
+    return I(max(values)) if max(values) > 0 else None
+
+
+def _const_upper(e: Expr) -> int | None:
+    """A constant that e never exceeds, when one shows: e with each min in a positive place
+    (max in a negative one) replaced by one of its operands, which only makes it larger, and
+    simplified to a constant (`B + 9 - max(B - 1, C) + 1` is at most 11)."""
+    values = [int(c.value) for c in map(simplify, _bounding(e, 1)) if isinstance(c, Const)]
+    return min(values) if values else None
+
+
+def _bounding(e: Expr, sign: int) -> list[Expr]:
+    """Expressions >= e (sign 1) or <= e (sign -1), e itself among them (a few dozen at most)."""
+    out = [e]
+    if isinstance(e, BinOp) and e.type == I32:
+        if e.op in ("+", "-"):
+            inner = sign if e.op == "+" else -sign
+            out = [BinOp(e.op, a, b, I32) for a in _bounding(e.a, sign) for b in _bounding(e.b, inner)][:32]
+        elif (e.op == "min" and sign > 0) or (e.op == "max" and sign < 0):
+            out = ([e] + _bounding(e.a, sign) + _bounding(e.b, sign))[:32]
+    return out
 
 
 def check_shifted(shifted, p, schedule: str | None) -> list[tuple[int, int, int]]:

@@ -231,3 +231,43 @@ def test_rdom_where_pure_var_must_stay_pure():
     bad = WHERE.replace("g(x, y) += img(r.x, y)", "g(r.x, y) += img(r.x, y)")
     with pytest.raises(hdsl.HdslError, match="uses x, which this update of 'g' does not have as a pure var"):
         hdsl.loads(bad, "<conformance>")
+
+
+SLIDE_UNROLL = """
+pipeline slide
+input img: i32[1]
+output g: i32[1]
+algorithm {
+    # print reports each point of f computed (it evaluates to its first argument)
+    f(x) = print(img(x + 1) + x * x, "fx", x)
+    g(x) = f(x) + f(x - 1)
+}
+schedule { g.split(x, x, xi, 10)
+           f.store_root().compute_at(g, x).unroll(x) }
+"""
+
+
+def test_unroll_of_a_sliding_producer(capfd):
+    """Halide's test/correctness/sliding_window.cpp, "Sliding with an unrolled producer":
+    g.split(x, x, xi, 10); f.store_root().compute_at(g, x).unroll(x), g realized over 100
+    points, f computed 101 times (each point once). The slid loop keeps the window's
+    constant extent (11 here: the first tile computes 11 points, later ones 10), so it
+    unrolls; it was refused as of non-constant extent."""
+    p = hdsl.loads(SLIDE_UNROLL, "<conformance>")
+    img = np.random.default_rng(5).integers(-50, 50, 101, dtype=np.int32)
+    c = p.compile("host")
+    capfd.readouterr()
+    got = c.realize((100,), img=img)
+    points = [int(l.split(" fx ")[1]) for l in capfd.readouterr().out.splitlines() if " fx " in l]
+    xs = np.arange(100)
+    f = lambda x: img[x + 1] + x * x      # noqa: E731
+    assert got.tolist() == (f(xs) + f(xs - 1)).tolist()
+    assert sorted(points) == list(range(-1, 100))          # 101 points, each once
+    # (the form for outputs at least a tile wide, whose last tile is shifted inwards as in
+    # Halide, unrolls; the guarded form for narrower outputs leaves the loop rolled)
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    assert "unrolled for f.s0.x" in stmt_str(lower(p.ir, shift_outputs=True).stages["schedule_functions"])
+    capfd.readouterr()
+    small = c.realize((7,), img=img[:8])
+    assert small.tolist() == (f(xs[:7]) + f(xs[:7] - 1)).tolist()
