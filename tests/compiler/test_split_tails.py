@@ -150,3 +150,31 @@ schedule { g.update(0).split(x, xo, xi, 8, round_up) }
 """
     with pytest.raises(hdsl.HdslError, match="round_up would compute some points of update"):
         hdsl.loads(text, "<tails>")
+
+
+def test_tiled_blur_runs_on_its_inner_points():
+    """The blur of the language reference (section 1, no boundary condition) with its tiled
+    schedule, run on the points whose neighbours all exist (min 1,1, 254 x 190 of a 256 x 192
+    image): blur_x's rounded-up split read up to x = 270 and the run was refused."""
+    text = """
+pipeline blur
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    blur_x(x, y) = (img(x - 1, y) + img(x, y) + img(x + 1, y)) / 3
+    out(x, y)    = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3
+}
+schedule {
+    out.tile(x, y, xi, yi, 256, 32).vectorize(xi, 16).parallel(y)
+    blur_x.compute_at(out, x).vectorize(x, 16)
+}
+"""
+    img = np.random.default_rng(0).integers(0, 65536, (192, 256), dtype=np.uint16)
+    p = hdsl.loads(text, "<tails>")
+    expected = p.realize((254, 190), min=(1, 1), img=img)
+    got = p.compile("host").realize((254, 190), min=(1, 1), img=img)
+    i = img.astype(np.uint16)
+    bx = ((i[:, :-2] + i[:, 1:-1] + i[:, 2:]) // 3).astype(np.uint16)       # u16 arithmetic wraps
+    by_hand = ((bx[:-2] + bx[1:-1] + bx[2:]) // 3).astype(np.uint16)
+    assert (expected == by_hand).all()
+    assert (got == expected).all()
