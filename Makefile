@@ -27,7 +27,14 @@ demo: venv
 		assert np.array_equal(l('out/blur.png'), l('out/blur_interp.png')); print('demo: native == reference')"
 	@echo "demo: wrote $(CURDIR)/out/blur.png (blurred examples/images/gray16.png)"
 
-test: venv
+# VS Code's tokenizer (vscode-textmate, vscode-oniguruma) for tests/editor, at the
+# versions pinned in editors/vscode/package-lock.json; reinstalled only when that changes
+NODE_STAMP := editors/vscode/node_modules/.package-lock.json
+$(NODE_STAMP): editors/vscode/package-lock.json
+	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: venv $(NODE_STAMP)
 	$(PYTHON) -m pytest -n 2 -q
 
 # the long sweeps (hypothesis with many examples) that `make test` runs in a small form
