@@ -70,3 +70,36 @@ def test_snippets_use_only_directives_the_compiler_knows():
     for snippet in SNIPPETS.values():
         for directive in re.findall(r"\.([a-z_]+)\(", expand(snippet)):
             assert directive in SIGNATURES, directive
+
+
+def test_the_extension_starts_the_language_server():
+    """package.json's entry point exists, runs on opening an .hl file, and starts `hdsl lsp`
+    (the command and argument it spawns; the client itself is vscode-languageclient)."""
+    pkg = json.loads((VSCODE / "package.json").read_text())
+    assert pkg["activationEvents"] == ["onLanguage:hdsl"]
+    main = (VSCODE / pkg["main"]).read_text()
+    assert "args: ['lsp']" in main and "config.get('server.path', 'hdsl')" in main
+    assert pkg["contributes"]["configuration"]["properties"]["hdsl.server.path"]["default"] == "hdsl"
+    assert "vscode-languageclient" in pkg["dependencies"]
+    assert pkg["contributes"]["snippets"][0]["path"] == "./snippets/hdsl.code-snippets"
+    assert (VSCODE / pkg["contributes"]["languages"][0]["configuration"]).exists()
+
+
+@pytest.mark.slow
+def test_the_vsix_builds(tmp_path):
+    """`make vsix`'s command (npx @vscode/vsce) packs the grammar, the configuration, the
+    snippets and the language client, and leaves the test-only packages out."""
+    import shutil
+    import subprocess
+    import zipfile
+    if shutil.which("npx") is None or not (VSCODE / "node_modules" / "vscode-languageclient").exists():
+        pytest.skip("needs npx and `npm ci` in editors/vscode (make test does it)")
+    vsce = re.search(r"^VSCE := (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    out = tmp_path / "hdsl.vsix"
+    subprocess.run(["npx", "--yes", vsce, "package", "--skip-license", "--allow-missing-repository", "-o", str(out)],
+                   cwd=VSCODE, check=True, capture_output=True)
+    names = set(zipfile.ZipFile(out).namelist())
+    assert {"extension/package.json", "extension/extension.js", "extension/syntaxes/hdsl.tmLanguage.json",
+            "extension/language-configuration.json", "extension/snippets/hdsl.code-snippets",
+            "extension/node_modules/vscode-languageclient/node.js"} <= names
+    assert not any("vscode-textmate" in n or n.startswith("extension/test/") for n in names)
