@@ -26,7 +26,7 @@ def _root() -> list:
 class HdslLexer(RegexLexer):
     """hdsl, a Halide-like language for image-processing pipelines (.hl files)."""
     name = "hdsl"
-    aliases = ["hdsl", "hl"]
+    aliases = ["hdsl", "hl", "hl-fragment", "hl-error"]   # the docs' code-block names (tests/test_docs.py)
     filenames = ["*.hl"]
     mimetypes = ["text/x-hdsl"]
     tokens = {"root": _root()}

@@ -78,3 +78,19 @@ def test_each_scope_has_one_pygments_type():
     for rule in rules():
         for scope, kind in zip(rule.scopes, rule.tokens):
             assert seen.setdefault(scope, kind) == kind, (scope, kind, seen[scope])
+
+
+def test_the_docs_code_blocks_lex_without_errors():
+    """Every ```hl and ```hl-fragment block of docs/*.md and README.md (the names the docs
+    use; an ```hl-error block may hold a deliberate stray character)."""
+    from tests.editor.conftest import ROOT
+    import re
+    count = 0
+    for doc in sorted(ROOT.glob("docs/*.md")) + [ROOT / "README.md"]:
+        for lang, body in re.findall(r"^```(hl|hl-fragment)(?![-\w])[^\n]*\n(.*?)^```", doc.read_text(), re.M | re.S):
+            lexer = get_lexer_by_name(lang)
+            assert type(lexer) is HdslLexer
+            bad = [v for _, k, v in lexer.get_tokens_unprocessed(body) if k in Error]
+            assert not bad, (doc.name, body[:200], bad)
+            count += 1
+    assert count >= 30
