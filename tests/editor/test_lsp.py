@@ -124,3 +124,12 @@ def test_a_syntax_error(client, tmp_path):
     # the end of line 4 (0-based 3), after the '+' at column 27 (0-based 26)
     assert d["range"] == {"start": {"line": 3, "character": 27}, "end": {"line": 3, "character": 28}}
     assert d["message"] == "unexpected end of line\nhint: an expression is missing after '+'"
+
+
+def test_without_pygls_the_cli_says_what_to_install(monkeypatch, capsys):
+    from hdsl.cli import main
+    monkeypatch.setitem(sys.modules, "hdsl.editor.lsp", None)   # as if pygls were missing
+    assert main(["lsp"]) == 1
+    err = capsys.readouterr().err
+    assert "hdsl lsp needs the language server library" in err and "pip install 'hdsl[lsp]'" in err
+    assert "Traceback" not in err

@@ -102,3 +102,18 @@ def test_rules_have_one_scope_per_group():
         groups = re.compile(rule.regex).groups
         assert len(rule.scopes) == len(rule.tokens)
         assert len(rule.scopes) == 1 or len(rule.scopes) == groups, rule.name
+
+
+def test_vscode_and_pygments_agree_on_every_file(tokenized):
+    """Both engines run the same rules, so each non-blank token of every file gets the same
+    rule in both: the Pygments type that rule pairs with the scope VS Code gave."""
+    from tests.editor.test_pygments import lines_of_tokens
+    from pygments.token import string_to_tokentype
+    pair = {f"{s}.hdsl": string_to_tokentype(k) for r in rules() for s, k in zip(r.scopes, r.tokens) if s}
+    out, words = tokenized
+    for path in source_files() + [words]:
+        lines = out[str(path)]
+        pyg = lines_of_tokens("\n".join(line for line, _ in lines))
+        for n, ((line, toks), ptoks) in enumerate(zip(lines, pyg), 1):
+            vs = [(text, pair[scopes[-1]]) for text, scopes in _tokens(line, toks) if text.strip()]
+            assert vs == [(t, k) for t, k in ptoks if t.strip()], (path.name, n)
