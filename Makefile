@@ -2,11 +2,12 @@
 # make test   run the test suite
 # make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md); BENCH_QUICK=1 for small sizes
 # make wheel  build dist/hdsl-VERSION-py3-none-any.whl (grammar, stdlib and runtime source inside)
+# make vsix   build dist/hdsl.vsix, the VS Code extension (editors/vscode; docs/editors.md)
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-slow bench wheel clean distclean
+.PHONY: venv demo test test-slow bench wheel vsix clean distclean
 
 venv: $(STAMP)
 
@@ -27,7 +28,20 @@ demo: venv
 		assert np.array_equal(l('out/blur.png'), l('out/blur_interp.png')); print('demo: native == reference')"
 	@echo "demo: wrote $(CURDIR)/out/blur.png (blurred examples/images/gray16.png)"
 
-test: venv
+# VS Code's tokenizer (vscode-textmate, vscode-oniguruma) for tests/editor, at the
+# versions pinned in editors/vscode/package-lock.json; reinstalled only when that changes
+NODE_STAMP := editors/vscode/node_modules/.package-lock.json
+$(NODE_STAMP): editors/vscode/package-lock.json
+	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# the VS Code extension, dist/hdsl.vsix (highlighting, snippets, and `hdsl lsp` started for .hl files)
+VSCE := @vscode/vsce@3.7.1
+vsix: $(NODE_STAMP)
+	mkdir -p dist
+	cd editors/vscode && npx --yes $(VSCE) package --skip-license --allow-missing-repository -o ../../dist/hdsl.vsix
+
+test: venv $(NODE_STAMP)
 	$(PYTHON) -m pytest -n 2 -q
 
 # the long sweeps (hypothesis with many examples) that `make test` runs in a small form

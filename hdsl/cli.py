@@ -343,6 +343,15 @@ def _version() -> str:
     return __version__
 
 
+def cmd_lsp(args) -> int:
+    try:
+        from hdsl.editor.lsp import main as serve
+    except ImportError as e:
+        raise HdslError(f"hdsl lsp needs the language server library: {e}", None,
+                        "pip install 'hdsl[lsp]' (pygls)") from None
+    return serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hdsl.lower.lower import PASSES
     native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
@@ -409,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt",
                     help="stmt: the loop nest (default); llvm: LLVM IR; asm: assembly")
     lo.set_defaults(fn=cmd_lower)
+    ls = sub.add_parser("lsp", help="run the language server on stdin/stdout (for editors; needs pygls: "
+                                    "pip install 'hdsl[lsp]')")
+    ls.set_defaults(fn=cmd_lsp)
     return ap
 
 
