@@ -937,6 +937,9 @@ class CodeGen:
             if src.is_int():
                 return b.sitofp(v, lt)
             return b.uitofp(v, lt)
+        if src.is_float() and src.bits == 16:
+            # f16 -> f32 is exact, and f16 cannot hold the range bounds compared below (2^31)
+            v, src = b.fpext(v, shaped(v, F32T)), F32
         if src.is_float() and src.bits == 32 and t.bits <= 32 and not (t.is_uint() and t.bits == 32):
             # x86's cvttps2dq truncates toward zero and gives INT_MIN for NaN and anything
             # outside i32: exactly the rule for i32 (one instruction instead of a range check
@@ -1200,11 +1203,15 @@ class CodeGen:
 
         def add(v, t):
             if t.is_float():
-                fmt.append("%g")
+                # the evaluator's (and Halide's runtime) format: f64 in scientific notation,
+                # narrower floats with six decimals (hdsl/interp/evaluate.py: _fmt)
+                fmt.append("%e" if t.bits == 64 else "%f")
                 vals.append(b.fpext(v, ir.DoubleType()) if t.bits < 64 else v)
             elif t.is_bool():
                 fmt.append("%s")
-                vals.append(b.select(v, self._cstr("true"), self._cstr("false")))
+                # (the two strings' arrays differ in length: select between pointers to their first bytes)
+                first = [ir.Constant(I32T, 0)] * 2
+                vals.append(b.select(v, self._cstr("true").gep(first), self._cstr("false").gep(first)))
             else:
                 fmt.append("%lld" if t.is_int() else "%llu")
                 vals.append(self._widen(st, v, t))

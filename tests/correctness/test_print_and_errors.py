@@ -1,6 +1,8 @@
 """`print` output, and the run-time errors of section 7 of the spec."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,14 @@ algorithm {
 """
 
 
-def test_print_text(capsys):
+def printed(capfd) -> list[str]:
+    """Lines printed so far, by Python (the evaluator) or by native code through C's stdio."""
+    ctypes.CDLL(None).fflush(None)
+    return capfd.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("target", ["interp", "host"])
+def test_print_text(capfd, target):
     p = program("""
 pipeline printer
 input img: i32[2]
@@ -26,17 +35,18 @@ output out: i32[2]
 algorithm {
     out(x, y) = print(img(x, y) * 2, "at", x, y, x > y)
 }
-""")
+""").compile(target)
     img = np.array([[3, -4, 5], [0, 7, -1]], np.int32)
     out = p(img=img)
     assert_same(out, img * 2)
-    lines = capsys.readouterr().out.splitlines()
+    lines = printed(capfd)
     expected = [f"{img[y, x] * 2} at {x} {y} {'true' if x > y else 'false'}" for y in range(2) for x in range(3)]
     assert sorted(lines) == sorted(expected)
     assert lines == expected            # Halide's serial order: x innermost
 
 
-def test_print_floats_like_halide(capsys):
+@pytest.mark.parametrize("target", ["interp", "host"])
+def test_print_floats_like_halide(capfd, target):
     """Halide prints f32 with six decimals and f64 in scientific notation."""
     p = program("""
 pipeline printf
@@ -45,11 +55,35 @@ output out: f32[1]
 algorithm {
     out(i) = print(v(i), f64(v(i)) * 1000.0)
 }
-""")
+""").compile(target)
     v = np.array([1.5, -0.25, 3.0], np.float32)
     assert_same(p(v=v), v)
-    assert capsys.readouterr().out.splitlines() == [
+    assert printed(capfd) == [
         "1.500000 1.500000e+03", "-0.250000 -2.500000e+02", "3.000000 3.000000e+03"]
+
+
+@pytest.mark.parametrize("target", ["interp", "host"])
+def test_print_formats_agree_on_every_type(capfd, target):
+    """Native code once printed floats with %g ("0.333333" vs "1e+20") and could not print a
+    bool at all; every type now prints as the evaluator (and Halide's runtime: f32 and f16
+    with six decimals, f64 in scientific notation, bool as true/false)."""
+    p = program("""
+pipeline printall
+input v: f32[1]
+output out: f32[1]
+algorithm {
+    out(i) = print(v(i), f64(v(i)), f16(v(i)), v(i) > 0.0f, i8(i) - 3, u64(i), f32(i) * -0.0f)
+}
+""").compile(target)
+    inf = np.float32(np.inf)
+    v = np.array([1.0 / 3.0, 1e20, -inf, 65504.0], np.float32)
+    assert_same(p(v=v), v)
+    assert printed(capfd) == [
+        "0.333333 3.333333e-01 0.333252 true -3 0 -0.000000",
+        "100000002004087734272.000000 1.000000e+20 inf true -2 1 -0.000000",
+        "-inf -inf -inf false -1 2 -0.000000",
+        "65504.000000 6.550400e+04 65504.000000 true 0 3 -0.000000",
+    ]
 
 
 def test_print_in_an_update_reports_each_point(capsys):
