@@ -19,7 +19,7 @@ from hdsl.frontend.values import (ArrayVal, DimVal, ExprVal, FnVal, FuncVal, Inp
                                   OutputSlot, PoisonVal, RangeVal, RDomVal, Scope, StrVal, TupleVal, VarVal)
 from hdsl.ir import ops
 from hdsl.ir.expr import BufferProp, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar, Var, walk
-from hdsl.ir.func import Func, InputBuffer, ParamDecl, Pipeline, RDom, Update
+from hdsl.ir.func import Func, InputBuffer, ParamDecl, Pipeline, RDom, Update, calls_in, find_cycle
 from hdsl.ir.types import BOOL, BY_NAME, ERROR, I32, Type
 
 STDLIB_DIR = Path(__file__).resolve().parents[1] / "stdlib"       # package data (`use NAME`)
@@ -173,12 +173,36 @@ class Elaborator:
             self.later = collect_definitions(algorithm.body)
             self.block(algorithm.body, scope, in_fn=False)
         outputs, out_types = self.finish_outputs(scope)
+        if not self.sink.diagnostics:
+            self.check_acyclic(outputs)
         from hdsl.schedule.record import record_schedules
         sched = record_schedules(self, schedules, scope, outputs)
         self.sink.raise_if_any()
         import hashlib
         key = hashlib.sha256("\0".join(self.texts).encode()).hexdigest() if self.texts else ""
         return Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename, key)
+
+    def check_acyclic(self, outputs: list[Func]):
+        """No Func may read itself through others (the one rule for the evaluator and native
+        code): reported at the update that closes the ring, the definition that came last."""
+        ring = find_cycle(outputs)
+        if ring is None:
+            return
+        edges = list(zip(ring, ring[1:] + ring[:1]))
+        where = None
+        for f, g in edges:
+            for u in f.updates:
+                if any(isinstance(c, FuncCall) and c.func is g for c in calls_in(u.args + u.values)):
+                    if where is None or (u.span.line, u.span.col) > (where[2].line, where[2].col):
+                        where = (f, g, u.span)
+        f, g, span = where or (ring[0], ring[1], ring[0].span)
+        i = ring.index(g)
+        between = (ring[i:] + ring[:i])[1:-1]          # g reads these, the last of which reads f
+        through = f" through {', '.join(repr(h.name) for h in between)}" if between else ""
+        self.sink.error(f"'{f.name}' and '{g.name}' depend on each other: this update of '{f.name}' reads "
+                        f"'{g.name}', which reads '{f.name}'{through}", span,
+                        "a Func can read itself only in its own update definitions; give the updated "
+                        f"value a new name, e.g. {f.name}2(...) = {f.name}(...) + {g.name}(...)")
 
     def keyword_span(self, span: Span, keyword: str) -> Span:
         return Span(span.file, span.line, span.col, span.line, span.col + len(keyword))
@@ -813,6 +837,11 @@ class Elaborator:
                         guess = did_you_mean(a.id, scope.all_names() | set(f.args))
                         self.error(f"'{a.id}' is not defined" + (f"; did you mean '{guess}'?" if guess else ""),
                                    a.span, f"the pure vars of '{f.name}' are {', '.join(f.args)}")
+                    # a declared var that is not this Func's: Halide's "Undefined variable in
+                    # definition of Func" (an update's pure vars are those of the pure definition)
+                    self.error(f"'{a.id}' is not a pure var of '{f.name}'; its argument {i} is '{f.args[i]}'",
+                               a.span, f"an update names the pure definition's vars in their places: "
+                               f"{f.name}({', '.join(f.args)})")
                 if initial:
                     f.args[i] = a.id
                 pure_here.append(a.id)

@@ -19,7 +19,8 @@ Decisions where the spec is silent (Halide's behaviour, checked against it):
   (`1.500000`), f64 in scientific notation (`1.500000e+00`), bool as
   true/false.
 - rdom bounds may read inputs but not Funcs; a Func that reads itself
-  through another Func (an update reading a Func that reads it) is an error.
+  through another Func (an update reading a Func that reads it) is an error
+  (the checker's, for every target).
 - `bound(v, min, extent)` is the one directive with a meaning of its own: the
   Func is computed over exactly that range, and a consumer (or the caller, for
   an output) needing more of it is an error, as in native code and Halide.
@@ -115,14 +116,13 @@ class Evaluator:
 
     @staticmethod
     def _check_acyclic(order: list[Func]):
-        """A call reads a Func's final value, so no Func may depend on itself through others."""
+        """A call reads a Func's final value, so no Func may depend on itself through others
+        (the checker reports it: hdsl/frontend/elaborate.py check_acyclic)."""
         pos = {id(f): i for i, f in enumerate(order)}
         for i, f in enumerate(order):
             for g in callees(f):
                 if pos[id(g)] >= i:
-                    raise HdslError(f"'{f.name}' and '{g.name}' depend on each other: '{f.name}' reads "
-                                    f"'{g.name}', which reads '{f.name}'", f.span,
-                                    "a Func can read itself only in its own update definitions")
+                    raise InternalError(f"'{f.name}' and '{g.name}' depend on each other")
 
     def _rdom_ranges(self, u: Update):
         if u.rdom is None:

@@ -117,6 +117,34 @@ def callees(f: Func) -> list[Func]:
     return out
 
 
+def find_cycle(outputs: list[Func]) -> list[Func] | None:
+    """Funcs that read each other in a ring (f reads g, ..., which reads f), or None.
+    A call reads a Func's final value, so a Func may read itself only in its own updates:
+    a ring through others has no order to compute it in. (Halide forbids it too: a Func
+    cannot get an update once another Func uses it.)"""
+    order = topo_order(outputs)
+    pos = {id(f): i for i, f in enumerate(order)}
+    for f in order:
+        for g in callees(f):
+            if pos[id(g)] >= pos[id(f)]:
+                # a back edge of the depth-first order: g reaches f; find the path g -> ... -> f
+                parent = {id(g): None}
+                queue = [g]
+                for h in queue:
+                    if h is f:
+                        break
+                    for k in callees(h):
+                        if id(k) not in parent:
+                            parent[id(k)] = h
+                            queue.append(k)
+                back, h = [], f             # f, ..., g: the path read backwards
+                while h is not None:
+                    back.append(h)
+                    h = parent[id(h)]
+                return [f] + back[::-1][:-1]    # f reads g, g reads ..., the last reads f
+    return None
+
+
 def topo_order(outputs: list[Func]) -> list[Func]:
     """Funcs reachable from outputs, producers before consumers."""
     order, state = [], {}

@@ -14,9 +14,11 @@ from hdsl.diagnostics import Diagnostic, HdslError, Span, did_you_mean
 from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
-from hdsl.ir.expr import FuncCall, RVar, Var, intern, walk
+from hdsl.ir.expr import Const, FuncCall, RVar, Unary, Var, intern, walk
 from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions
 from hdsl.ir.types import I32
+
+I32_MAX = 2 ** 31 - 1
 
 # argument kinds: var (an existing loop var), new (a fresh name), int (compile-time),
 # func (a Func), rvar (r.x), expr (compile-time int or param); '*' repeats the last kind
@@ -281,12 +283,27 @@ class _Recorder:
             v = el.const_int(a, scope)
             if v <= 0 and st is not None:
                 el.error(f"this factor must be positive, not {v}", a.span)
+            if v > I32_MAX:
+                # loop extents and indices are i32 (as in Halide)
+                el.error(f"this number must be at most {I32_MAX} (2^31 - 1), not {v}", a.span)
             return v
         if kind == "expr":
             from hdsl.frontend.elaborate import DefContext
             e = el.expr(a, scope, DefContext(None, []))
             if not (e.type.is_int() or e.type.is_uint()):
                 el.error(f"this must be an integer, not {e.type}", a.span)
+            fits = e.type.bits < 32 or (e.type.is_int() and e.type.bits == 32)
+            if not fits:
+                # a bound is an i32 loop bound (Halide's Func::bound takes Int(32) Exprs)
+                from hdsl.ir.simplify import simplify
+                c = simplify(e)
+                if isinstance(c, Unary) and c.op == "-" and isinstance(c.a, Const):
+                    c = Const(c.type, -int(c.a.value))      # (-2147483648: a negated i64 literal)
+                if not isinstance(c, Const):
+                    el.error(f"this must be an i32, not {e.type}", a.span, "cast it: i32(...)")
+                if not I32.can_represent(int(c.value)):
+                    el.error(f"this must fit in i32 ({-I32_MAX - 1} .. {I32_MAX}), not {int(c.value)}", a.span)
+                return Const(I32, int(c.value))
             return e
         if kind == "func":
             return self._func(a, scope)
