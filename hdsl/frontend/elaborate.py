@@ -8,8 +8,11 @@ poisoned, so one mistake reports once.
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+
+import numpy as np
 
 from hdsl.diagnostics import Span, did_you_mean, source_line
 from hdsl.frontend import ast
@@ -554,6 +557,13 @@ class Elaborator:
                 lo = self.rdom_bound(item.lo, scope)
                 hi = self.rdom_bound(item.hi, scope)
                 ext = self.type_rule(ops.binop, "-", hi, lo, span=item.span)
+                # an rdom's min and extent are i32 (Halide's RDom takes Int(32) Exprs)
+                lo_value, ext_value = ops.fold_const_int(lo), ops.fold_const_int(ext)
+                if lo_value is not None and not I32.can_represent(lo_value):
+                    self.error(f"an rdom bound must fit in i32, not {lo_value}", item.lo.span)
+                if ext_value is not None and not I32.can_represent(ext_value):
+                    self.error(f"this range has {ext_value} values; an rdom dimension has at most "
+                               f"{2 ** 31 - 1} (its extent is an i32)", item.span)
                 bounds.append((self.as_i32(lo), self.as_i32(ext)))
         else:
             v = self.value(dom, scope, DefContext(None, []))
@@ -995,6 +1005,11 @@ class Elaborator:
         return ExprVal(Const(I32, n.value, literal=True))
 
     def v_FloatLit(self, n, scope, ctx):
+        with np.errstate(over="ignore"):
+            rounded = np.float32(n.value)
+        if math.isinf(rounded):
+            self.error(f"float literal {n.text} is too large for f32, whose largest value is about 3.4e38",
+                       n.span, "float literals are f32 (as in Halide)")
         return ExprVal(ops.float_literal(n.value, n.text))
 
     def v_BoolLit(self, n, scope, ctx):

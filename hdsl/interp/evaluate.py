@@ -94,7 +94,10 @@ class Evaluator:
         for f in reversed(order):
             box = boxes.get(id(f))
             if box is None:
-                raise InternalError(f"no region for {f.name}")
+                # read only where nothing is evaluated (an update over an empty rdom): none of
+                # it is needed, and so nothing it reads
+                boxes[id(f)] = [[0, -1] for _ in f.args]
+                continue
             self._apply_bounds(f, box)
             self._extend_with_updates(f, box)
             self._check_finite(f, box)
@@ -245,6 +248,12 @@ class Evaluator:
 
     def realize_func(self, f: Func):
         box = self.boxes[id(f)]
+        if any(lo > hi for lo, hi in box):
+            # an empty region: nothing to compute (nor to print)
+            shape = tuple(0 for _ in box)
+            self.realized[id(f)] = Realization([0] * len(box), list(shape),
+                                               [np.empty(shape, v.type.dtype) for v in f.values])
+            return
         mins = [int(lo) for lo, _ in box]
         extents = [max(0, int(hi) - int(lo) + 1) for lo, hi in box]
         shape = tuple(extents)
@@ -279,16 +288,33 @@ class Evaluator:
                     reads_elsewhere = True
         if any(isinstance(c, FuncCall) and c.func is f for a in u.args for c in walk(a)):
             reads_elsewhere = True
-        if not reads_elsewhere and k > 0:
-            if self._update_step(f, u, r, pure, ranges, fixed={}, all_at_once=True):
-                return
-        # sequential over the rdom, r.x innermost
         if k == 0:
             self._update_step(f, u, r, pure, ranges, fixed={}, all_at_once=False)
             return
-        for point in np.ndindex(*[ext for _, ext in reversed(ranges)]):
-            fixed = {k - 1 - j: ranges[k - 1 - j][0] + p for j, p in enumerate(point)}
-            self._update_step(f, u, r, pure, ranges, fixed=fixed, all_at_once=False)
+        points = math.prod(ext for _, ext in ranges)
+        if points > MAX_REGION:
+            raise HdslError(f"rdom '{u.rdom.name}' has {points} points, more than the evaluator's limit "
+                            f"({MAX_REGION})", u.rdom.span or u.span, "run it natively (a target other than interp)")
+        if not reads_elsewhere:
+            # vectorized over as many inner rdom dims as keep each step's arrays (the pure region
+            # times those points) within MAX_REGION; the outer dims are stepped through in order
+            width = math.prod(r.extents[i] for i, _ in pure)
+            inner = 0
+            while inner < k and width * ranges[inner][1] <= MAX_REGION:
+                width *= ranges[inner][1]
+                inner += 1
+            for point in np.ndindex(*[ext for _, ext in reversed(ranges[inner:])]):
+                fixed = {k - 1 - j: ranges[k - 1 - j][0] + p for j, p in enumerate(point)}
+                if not self._update_step(f, u, r, pure, ranges, fixed=fixed, all_at_once=True):
+                    self._step_through(f, u, r, pure, ranges, fixed, inner)
+            return
+        self._step_through(f, u, r, pure, ranges, {}, k)
+
+    def _step_through(self, f, u, r, pure, ranges, fixed, upto):
+        """Sequential over rdom dims 0 .. upto - 1 (r.x innermost), the others fixed."""
+        for point in np.ndindex(*[ext for _, ext in reversed(ranges[:upto])]):
+            inner = {upto - 1 - j: ranges[upto - 1 - j][0] + p for j, p in enumerate(point)}
+            self._update_step(f, u, r, pure, ranges, fixed={**fixed, **inner}, all_at_once=False)
 
     def _update_step(self, f, u, r, pure, ranges, fixed, all_at_once) -> bool:
         """Evaluate the update at all pure points and the rdom points given; False if it can't be vectorized."""

@@ -373,6 +373,22 @@ def float_literal(v: float, text: str) -> Const:
     return Const(F32, float(np.float32(v)))
 
 
+def fold_const_int(e: Expr) -> int | None:
+    """The value of an integer expression made of constants (exact: no wrap-around), or None.
+    (A literal of 2^31 or more is an i64 Const, and arithmetic on those is not folded as built.)"""
+    if isinstance(e, Const) and (e.type.is_int() or e.type.is_uint()):
+        return int(e.value)
+    if isinstance(e, Unary) and e.op == "-":
+        a = fold_const_int(e.a)
+        return None if a is None else -a
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
+        a, b = fold_const_int(e.a), fold_const_int(e.b)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+    return None
+
+
 def is_const_int(e: Expr) -> int | None:
     if isinstance(e, Const) and (e.type.is_int() or e.type.is_uint()):
         return int(e.value)

@@ -14,7 +14,7 @@ from hdsl.diagnostics import Diagnostic, HdslError, Span, did_you_mean
 from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
-from hdsl.ir.expr import Const, FuncCall, RVar, Unary, Var, intern, walk
+from hdsl.ir.expr import Const, FuncCall, RVar, Var, intern, walk
 from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions
 from hdsl.ir.types import I32
 
@@ -295,15 +295,13 @@ class _Recorder:
             fits = e.type.bits < 32 or (e.type.is_int() and e.type.bits == 32)
             if not fits:
                 # a bound is an i32 loop bound (Halide's Func::bound takes Int(32) Exprs)
-                from hdsl.ir.simplify import simplify
-                c = simplify(e)
-                if isinstance(c, Unary) and c.op == "-" and isinstance(c.a, Const):
-                    c = Const(c.type, -int(c.a.value))      # (-2147483648: a negated i64 literal)
-                if not isinstance(c, Const):
+                from hdsl.ir.ops import fold_const_int
+                v = fold_const_int(e)
+                if v is None:
                     el.error(f"this must be an i32, not {e.type}", a.span, "cast it: i32(...)")
-                if not I32.can_represent(int(c.value)):
-                    el.error(f"this must fit in i32 ({-I32_MAX - 1} .. {I32_MAX}), not {int(c.value)}", a.span)
-                return Const(I32, int(c.value))
+                if not I32.can_represent(v):
+                    el.error(f"this must fit in i32 ({-I32_MAX - 1} .. {I32_MAX}), not {v}", a.span)
+                return Const(I32, v)
             return e
         if kind == "func":
             return self._func(a, scope)
