@@ -94,6 +94,11 @@ class Pipeline:
                                 f"convert it first, e.g. array.astype(np.{b.type.dtype})")
             if arr.size == 0:
                 raise HdslError(f"input '{b.name}' is empty (shape {arr.shape})", None)
+            if max(arr.shape) > 2 ** 31 - 1:
+                # (a broadcast view can be that long): coordinates and extents are i32, as in Halide
+                raise HdslError(f"input '{b.name}' has shape {arr.shape}; an extent may be at most "
+                                f"2^31 - 1 = 2147483647 (coordinates are i32, as in Halide)", None,
+                                "process the image in pieces")
             inputs[b.name] = to_buffer_layout(arr, b.dims)
         for p in self.ir.params:
             if p.name in kwargs:
@@ -174,6 +179,9 @@ class Pipeline:
             t = f.values[0].type
             if not isinstance(arr, np.ndarray) or arr.ndim != f.dims or arr.dtype != t.dtype:
                 raise HdslError(f"output '{f.name}' needs a {t} array with {f.dims} dimensions", None)
+            if not arr.flags.writeable:
+                raise HdslError(f"the array for output '{f.name}' is read-only", None,
+                                "pass a writeable array (e.g. a copy: array.copy())")
             sizes.append(list(to_buffer_layout(arr, f.dims).shape))
         # inputs are values: an output written over an input still to be read (a stencil's
         # neighbours) would change what the pipeline reads, so buffers may not overlap

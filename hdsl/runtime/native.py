@@ -123,12 +123,8 @@ class NativePipeline:
         from hdsl.runtime.jit import make_buffer
         keep = []
         ptrs = []
-        for b in self.p.inputs:
-            arr = inputs[b.name]
-            if arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize:
-                # the generated code reads x with stride 1 (as Halide requires by default):
-                # interleaved colour or strided views are copied to a planar layout
-                arr = np.asfortranarray(arr)
+        for k, b in enumerate(self.p.inputs):
+            arr = self._native_layout(k, inputs[b.name], inputs, sizes)
             s = make_buffer(arr)
             keep.append((arr, s))
             ptrs.append(ctypes.addressof(s))
@@ -162,6 +158,21 @@ class NativePipeline:
         if code != 0:
             raise self.error(code, info, inputs, sizes, mins, params)
         return outs
+
+    def _native_layout(self, k: int, arr: np.ndarray, inputs, sizes) -> np.ndarray:
+        """Input k as the generated code reads it: x with stride 1 (as Halide requires by
+        default) and the machine's byte order; copied only where needed, after the check
+        that the copy can be addressed at all (a broadcast view may be tiny in memory but
+        huge once copied)."""
+        x_strided = arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize
+        if (x_strided or not arr.dtype.isnative) and arr.size > 2 ** 31 - 1:
+            raise self.error(ERR_BUFFER_TOO_LARGE, (k, arr.size), inputs, sizes)
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="), order="F" if x_strided else "K")
+        if x_strided:
+            # interleaved colour or strided views are copied to a planar layout
+            arr = np.asfortranarray(arr)
+        return arr
 
     def bound_error(self, info, inputs, params) -> HdslError:
         """info: the Func (its index in topological order), the dim, the region needed."""
