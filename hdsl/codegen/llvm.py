@@ -198,7 +198,9 @@ class CodeGen:
         """Return ERR_BUFFER_TOO_LARGE (info: which buffer, its elements) unless elements < 2^31;
         `which` counts inputs then outputs, -1 is an intermediate."""
         b = st.b
-        big = b.icmp_signed(">", elements, ir.Constant(I64T, 2 ** 31 - 1))
+        # unsigned: a negative count is an extent that overflowed i32 (a region from a
+        # coordinate near -2^31, such as i32(NaN)), as much too large as any other
+        big = b.icmp_unsigned(">", elements, ir.Constant(I64T, 2 ** 31 - 1))
         with b.if_then(big, likely=False):
             if st.err_info is not None:
                 b.store(ir.Constant(I64T, which), b.gep(st.err_info, [ir.Constant(I64T, 0)], source_etype=I64T))

@@ -213,7 +213,8 @@ class NativePipeline:
         if code == ERR_BUFFER_TOO_LARGE:
             names = [b.name for b in self.p.inputs] + [f.name for f in self.p.outputs]
             what = f"buffer '{names[info[0]]}'" if 0 <= info[0] < len(names) else "an intermediate buffer"
-            return HdslError(f"{what} spans {info[1]} elements; hdsl addresses buffers with 32-bit offsets "
+            count = f"{info[1]}" if info[1] >= 0 else "2^31 or more"      # (an extent that overflowed i32)
+            return HdslError(f"{what} spans {count} elements; hdsl addresses buffers with 32-bit offsets "
                              f"(at most 2^31 - 1 = 2147483647 elements, as Halide)", None,
                              "process the image in pieces (a smaller output per call)")
         return HdslError(f"the compiled pipeline failed with error code {code}", None)

@@ -107,3 +107,33 @@ algorithm {
 }
 """)
         assert_same(p.realize((2,)), np.full(2, np.finfo(np.float32).max, np.float32))
+
+
+NAN_COORDINATE = """
+pipeline nancoord
+output out: i32[1]
+algorithm {
+    h(x) = 0
+    h(i32(sqrt(-1.0f))) += 1
+    out(x) = h(x)
+}
+"""
+
+
+def test_a_nan_update_coordinate_is_an_error_on_both_targets(tmp_path):
+    """i32(NaN) is -2^31 (x86's cvttss2si, and the evaluator's rule), so h spans -2^31 .. 3.
+    Native code once computed that extent in i32, got a negative size, and wrote outside its
+    allocation (a segmentation fault): run in a child process so a regression cannot take
+    the test run down with it."""
+    import subprocess
+    import sys
+    with pytest.raises(hdsl.HdslError) as e:
+        program(NAN_COORDINATE, "nancoord.hl").realize((4,))
+    # (the evaluator's bounds of a float -> int cast are the whole i32 range)
+    assert str(e.value).startswith("nancoord.hl:5:5: error: 'h' would need 4294967296 points")
+    src = tmp_path / "nancoord.hl"
+    src.write_text(NAN_COORDINATE)
+    run = subprocess.run([sys.executable, "-m", "hdsl.cli", "run", str(src), "--size", "4",
+                          "--output", str(tmp_path / "out.npy")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run
+    assert "an intermediate buffer spans 2^31 or more elements" in run.stderr
