@@ -989,6 +989,10 @@ class Elaborator:
                        "convert it explicitly, e.g. i32(floor(...))")
         if e.type.is_bool():
             self.error("a coordinate must be an integer, not bool", node.span)
+        value = ops.fold_const_int(e) if e.type.bits > 32 or e.type == Type("uint", 32) else None
+        if value is not None and not I32.can_represent(value):
+            # coordinates are i32 (Halide: "Implicit cast from int64 to int ... is not allowed")
+            self.error(f"coordinate {value} does not fit in i32 (at most {2 ** 31 - 1})", node.span)
         return e
 
     def value(self, node: ast.Node, scope: Scope, ctx: DefContext):

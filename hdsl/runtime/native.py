@@ -212,8 +212,10 @@ class NativePipeline:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:
             names = [b.name for b in self.p.inputs] + [f.name for f in self.p.outputs]
-            what = f"buffer '{names[info[0]]}'" if 0 <= info[0] < len(names) else "an intermediate buffer"
-            count = f"{info[1]}" if info[1] >= 0 else "2^31 or more"      # (an extent that overflowed i32)
+            # (code inside a parallel loop leaves info unset: zeros, and no buffer spans 0)
+            known = info[1] != 0
+            what = f"buffer '{names[info[0]]}'" if known and 0 <= info[0] < len(names) else "an intermediate buffer"
+            count = f"{info[1]}" if known and info[1] > 0 else "2^31 or more"  # (or an extent that overflowed i32)
             return HdslError(f"{what} spans {count} elements; hdsl addresses buffers with 32-bit offsets "
                              f"(at most 2^31 - 1 = 2147483647 elements, as Halide)", None,
                              "process the image in pieces (a smaller output per call)")
