@@ -44,7 +44,7 @@ vsix: $(NODE_STAMP)
 test: venv $(NODE_STAMP)
 	$(PYTHON) -m pytest -n 2 -q
 
-# the long sweeps (hypothesis with many examples) that `make test` runs in a small form
+# the long sweeps (hypothesis with many examples, thousands of mutated programs) that `make test` runs in a small form
 test-slow: venv
 	$(PYTHON) -m pytest -n 2 -q -m slow
 

@@ -152,6 +152,9 @@ def mutant(example: str, seed: int) -> tuple[str, list[str]]:
     return mutate(text, rng, rng.choice([1, 1, 1, 2]))
 
 
+NATIVE_LIMIT = "hdsl addresses buffers with 32-bit offsets"
+
+
 class Timeout(BaseException):
     """(A BaseException: no `except Exception` in the compiler may turn it into another error.)"""
 
@@ -252,6 +255,11 @@ def run_mutant(example: str, seed: int, native: bool, seconds: float = 10.0) -> 
             try:
                 got = c._run(*c._bind(inputs), sizes)
             except HdslError as e:
+                if NATIVE_LIMIT in str(e):
+                    # native code's own limit (32-bit offsets, as Halide's): a schedule can
+                    # round a region up past it (vectorize(x, 2147483647)); the evaluator has none
+                    o.stages.append("native: over its 2^31 limit")
+                    return o
                 if not isinstance(expected, HdslError):
                     o.finding = f"native run fails where the evaluator runs: {str(e).splitlines()[0]}"
                 else:
@@ -291,8 +299,9 @@ def _same_values(a, b) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind == "f":
-        # math library functions may differ by a few ulp (the spec); everything else is exact
-        return bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+        # math library functions may differ by a few ulp (the spec), which later stages can
+        # grow (level_set's atan and exp: 2e-5 here; its own test allows 1e-4); ints are exact
+        return bool(np.allclose(a, b, rtol=1e-4, atol=1e-4, equal_nan=True))
     return bool(np.array_equal(a, b))
 
 
