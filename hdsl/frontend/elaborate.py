@@ -773,6 +773,7 @@ class Elaborator:
                             self.error(f"pure var '{a.id}' appears twice on the left-hand side", a.span,
                                        "each argument of a pure definition is a distinct variable")
                     f.values = self.rhs_values(s.value, scope, DefContext(f, pure_names))
+                    self.check_no_rvars(f, s, scope)
                 except ElabError:
                     f.values = [ops.poison()]
                     raise
@@ -908,6 +909,21 @@ class Elaborator:
                            f"e.g. {f.name}({', '.join(f.args)}) += ...")
         self.check_self_reads(f, args, values, s, scope)
         f.updates.append(Update(args, values, rdoms[0] if rdoms else None, s.span))
+
+    def check_no_rvars(self, f: Func, s: ast.Assign, scope: Scope):
+        """A pure definition is one value per point: an rdom in it (bare, or through a `let`)
+        has no point to take (the evaluator once failed on it; Halide: "Reduction domain
+        referenced in pure function definition", Function::define)."""
+        for e in f.values:
+            rv = next((n for n in walk(e) if isinstance(n, RVar)), None)
+            if rv is not None:
+                where = next((n.span for n in ast_walk(s.value) if isinstance(n, ast.Attr)
+                              and isinstance(n.obj, ast.Name)
+                              and isinstance(scope.lookup(n.obj.id), RDomVal)
+                              and scope.lookup(n.obj.id).rdom is rv.rdom), s.value.span)
+                self.error(f"rdom '{rv.rdom.name}' is used in the pure definition of '{f.name}'", where,
+                           f"use it in an update ({f.name}({', '.join(f.args)}) += ...) "
+                           "or an inline reduction (sum(...))")
 
     def second_rdom_use(self, s: ast.Assign, scope: Scope, rdoms) -> Span | None:
         """Where the statement first uses an rdom other than the first one it uses."""
