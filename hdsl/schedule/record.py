@@ -16,6 +16,7 @@ from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
 from hdsl.ir.expr import Const, FuncCall, RVar, Var, intern, walk
 from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions
+from hdsl.ir.ops import fold_const_int
 from hdsl.ir.types import I32
 
 I32_MAX = 2 ** 31 - 1
@@ -295,7 +296,6 @@ class _Recorder:
             fits = e.type.bits < 32 or (e.type.is_int() and e.type.bits == 32)
             if not fits:
                 # a bound is an i32 loop bound (Halide's Func::bound takes Int(32) Exprs)
-                from hdsl.ir.ops import fold_const_int
                 v = fold_const_int(e)
                 if v is None:
                     el.error(f"this must be an i32, not {e.type}", a.span, "cast it: i32(...)")
