@@ -13,6 +13,8 @@ The rules (Halide's `match_types`, `IROperator.cpp`):
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from hdsl.ir.expr import (BIT_OPS, CMP_OPS, LOGIC_OPS, SHIFT_OPS, BinOp, Cast, Const,
@@ -370,7 +372,27 @@ def saturating_cast(t: Type, e: Expr) -> Expr:
 
 
 def float_literal(v: float, text: str) -> Const:
-    return Const(F32, float(np.float32(v)))
+    return Const(F32, _nearest_f32(v, text))
+
+
+def _nearest_f32(v: float, text: str) -> float:
+    """The f32 nearest to the literal's exact decimal value (ties to even), as a C compiler
+    reads `1.00000005960464477539062500000001f`. Rounding the text to f64 first and then to
+    f32 is wrong when the f64 lands exactly halfway between two f32s."""
+    f = np.float32(v)
+    try:
+        exact = Fraction(text.rstrip("fF"))
+    except ValueError:
+        return float(f)
+    if not np.isfinite(f) or Fraction(float(f)) == exact:
+        return float(f)
+    with np.errstate(over="ignore"):
+        candidates = [c for c in (np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf)))
+                      if np.isfinite(c)]
+    def key(c):
+        mantissa_odd = int(np.array(c, dtype=np.float32).view(np.uint32)) & 1
+        return (abs(Fraction(float(c)) - exact), mantissa_odd)
+    return float(min(candidates, key=key))
 
 
 def fold_const_int(e: Expr) -> int | None:
