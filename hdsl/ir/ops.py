@@ -74,6 +74,11 @@ def coerce_literal(lit: Const, t: Type, operand: int | None = None) -> Expr:
         return Const(t, float(lit.value))
     if not t.can_represent(int(lit.value)):
         wrapped = convert_scalar(t, lit.value)
+        if t.is_bool():
+            raise TypeRuleError(
+                f"integer constant {lit.value} does not fit in bool: it would become {str(wrapped).lower()}",
+                f"a condition is a 1-bit value: convert it first, e.g. u8(cond) * {lit.value}, "
+                f"or write select(cond, {lit.value}, 0)", operand)
         raise TypeRuleError(
             f"integer constant {lit.value} does not fit in {t}: it would become {wrapped}",
             "cast the other operand to a wider type, e.g. i32(...)", operand)
