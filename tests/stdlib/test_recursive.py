@@ -1,4 +1,4 @@
-"""stdlib/recursive.hl against SciPy and against float64 NumPy implementations
+"""hdsl/stdlib/recursive.hl against SciPy and against float64 NumPy implementations
 of the same recursions, written here from the papers' equations.
 
 Every pipeline runs on the reference evaluator and compiled for the host
