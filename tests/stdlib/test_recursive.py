@@ -194,7 +194,7 @@ def yvv_ref(x, sigma, axes):
 
 
 @pytest.mark.parametrize("sigma,shape", [(0.5, (7, 9)), (0.8, (1, 1)), (2.0, (2, 3)), (3.0, (3, 2)),
-                                         (7.5, (13, 40)), (2.0, (9, 17))])
+                                         (7.5, (13, 40)), (2.0, (9, 17)), (64.0, (2, 300))])
 def test_young_van_vliet_against_the_recursion_in_float64(rng, shape, sigma):
     img = rng.uniform(0, 1, shape).astype(F32)
     out = run_both(YVV, "yvv_test.hl", img=img, sigma=sigma, sigma2=1.5 * sigma)
