@@ -10,6 +10,8 @@ computation; GPU directives and `schedule auto` are refused on the CPU
 """
 from __future__ import annotations
 
+import re
+
 from hdsl.diagnostics import Diagnostic, HdslError, Span, did_you_mean
 from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
@@ -406,7 +408,9 @@ class _Recorder:
                          + (", ".join(users) if users else "none does"))
             self.pending.append((f, Directive(name, args, call.span, stage), call))
         elif name == "tile_iir":
-            if not any(u.rdom is not None and u.rdom.name.startswith(f"{f.name}.iir") for u in f.updates):
+            # the rdom is named '<name>.iir<k>' after the Func's name when .iir ran, which a
+            # Func made in a fn no longer has (it is renamed when bound: 'g.yvv_u')
+            if not any(u.rdom is not None and re.search(r"\.iir\d+$", u.rdom.name) for u in f.updates):
                 el.error(f"'{f.name}' has no recursive filter (.iir)", call.func.name_span,
                          f"add one in the algorithm, e.g. {f.name}.iir(+x, 0..img.width, b0, [a1])")
         if name in RACY and stage >= 0:

@@ -64,6 +64,7 @@ use resample
 use color
 use stats
 use filters
+use recursive
 
 input  img: u8[3]
 output out: f32[2]
