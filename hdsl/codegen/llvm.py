@@ -934,6 +934,8 @@ class CodeGen:
                 return b.fcmp_unordered("!=", v, K(v, 0.0))
             return b.icmp_unsigned("!=", v, K(v, 0))
         if t.is_float():
+            if src.is_float() and src.bits == 64 and t.bits == 16:
+                return b.fptrunc(self.f64_to_f32_round_to_odd(st, v), lt)
             if src.is_float():
                 return b.fpext(v, lt) if t.bits > src.bits else b.fptrunc(v, lt)
             if src.is_int():
@@ -974,6 +976,24 @@ class CodeGen:
         if tw > sw:
             return b.sext(v, lt) if src.is_int() else b.zext(v, lt)
         return v
+
+    def f64_to_f32_round_to_odd(self, st: _Fn, v):
+        """f64 -> f32 rounded to odd (toward zero, then the lowest mantissa bit set when inexact),
+        so that rounding that f32 to f16 gives the f64's correctly rounded f16 (24 bits >= 11 + 2):
+        LLVM lowers a direct f64 -> f16 fptrunc to a call of __truncdfhf2, which the JIT cannot
+        resolve (the call jumped to address 0)."""
+        b = st.b
+        f = b.fptrunc(v, shaped(v, F32T))
+        i32 = shaped(v, I32T)
+        back = b.fpext(f, v.type)
+        fabs = self.intrinsic("fabs", v.type)
+        # rounded away from zero: step the magnitude back by one ulp (|f| > |v| >= 0: f != 0)
+        away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [v]))
+        fb = b.bitcast(f, i32)
+        fb = b.select(away, b.sub(fb, K(fb, 1)), fb)
+        inexact = b.fcmp_ordered("!=", back, v)
+        fb = b.select(inexact, b.or_(fb, K(fb, 1)), fb)
+        return b.bitcast(fb, f.type)
 
     def cvtt_i32(self, st: _Fn, v):
         """f32 (scalar or vector) -> i32 with x86's cvttps2dq: toward zero, INT_MIN when NaN or

@@ -619,3 +619,56 @@ def test_saturated_copy_keeps_stores_vector_under_a_one_lane_vector_loop(w, h):
     t.compute_root()
 }"""
     run_schedule("math_f32", block, w, h, 0)
+
+
+# ---------------------------------------------------------------- found by the widened oracle and fuzzer
+# (issue 14 item 7: the Halide oracle's programs run natively, the schedule fuzzer with rfactor,
+# bound, reorder_storage, larger sizes, unbounded inputs and multi-output pipelines)
+
+def _f64_to_f16_cases() -> np.ndarray:
+    """f64 values around every kind of f16 rounding decision: exact halfway points between
+    f16 neighbours (ties to even both ways), one f64 ulp either side of them (an f32 in
+    between would round those to the tie: double rounding), subnormals, overflow, signed
+    zeros, infinities and NaN."""
+    h = np.arange(0, 0x7c00, 37, dtype=np.uint16).view(np.float16).astype(np.float64)
+    nxt = np.nextafter(h.astype(np.float16), np.float16(np.inf)).astype(np.float64)
+    mid = (h + nxt) / 2                                   # exact in f64
+    vals = np.concatenate([h, mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf),
+                           [65504.0, 65519.99, 65520.0, 1e300, 2.0 ** -25, 2.0 ** -25 * 1.000001,
+                            2.0 ** -26, 1e-300, 0.0, np.inf, np.nan]])
+    return np.concatenate([vals, -vals])
+
+
+@pytest.mark.parametrize("schedule", ["scalar", "vector"])
+def test_f64_to_f16_cast_is_correctly_rounded(schedule):
+    """An f64 -> f16 cast (explicit, or lerp's f64 weight arithmetic for an f16 result) crashed
+    the process natively: LLVM lowers it to a call of __truncdfhf2, which the JIT left unresolved.
+    The expected values are NumPy's f64 -> f16 conversion (IEEE round to nearest, ties to even,
+    in one step), written out for a few ties by hand."""
+    text = """
+pipeline f64_to_f16
+input a: f64[1]
+input w: u8[1]
+output out: f16[1]
+output l: f16[1]
+algorithm {
+    out(x) = f16(a(x))
+    l(x) = lerp(f16(0.0), f16(1.0), w(x))
+}
+schedule vector {
+    out.vectorize(x, 8)
+    l.vectorize(x, 8)
+}
+"""
+    a = _f64_to_f16_cases()
+    w = np.arange(a.size, dtype=np.uint64).astype(np.uint8)
+    (got, gl), (exp, el) = both(text, None if schedule == "scalar" else "vector", (a.size,), a=a, w=w)
+    with np.errstate(all="ignore"):
+        assert exp.view(np.uint16).tolist() == a.astype(np.float16).view(np.uint16).tolist()
+        assert got.view(np.uint16).tolist() == a.astype(np.float16).view(np.uint16).tolist()
+        assert gl.view(np.uint16).tolist() == (w / 255.0).astype(np.float16).view(np.uint16).tolist()
+    # ties by hand: 1 + 2^-11 is halfway between 1 and 1 + 2^-10 (even: 1), 1 + 3 * 2^-11 between
+    # 1 + 2^-10 and 1 + 2^-9 (even: 1 + 2^-9); one f64 ulp above the first rounds up
+    b = np.array([1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, np.nextafter(1 + 2.0 ** -11, 2.0)])
+    (got, _), _ = both(text, None, (3,), a=b, w=np.zeros(3, np.uint8))
+    assert got.astype(np.float64).tolist() == [1.0, 1 + 2.0 ** -9, 1 + 2.0 ** -10]

@@ -187,6 +187,7 @@ class Node:
     kids: list = field(default_factory=list, repr=False)   # operands, for localizing a failure
     const: bool = False           # a literal, or a cast of one
     fn: str | None = None         # a math library call at the root (for domain masking)
+    cast_from: str | None = None  # a float -> int cast: the float type
     cval: float | None = None     # the value of a float constant
 
 
@@ -673,7 +674,7 @@ def mk_cast(t: str, a: Node, sat: bool = False) -> Node:
                 iv = (max(iv[0], trange(t)[0]), min(iv[1], trange(t)[1]))
         src = f"{name}({a.src})"
         h = hl.saturating_cast(hl_type(t), a.h) if sat else hl.cast(hl_type(t), a.h)
-        return Node(src, ATOM_PREC, h=opaque(h), t=t, iv=iv, uses=a.uses)
+        return Node(src, ATOM_PREC, h=opaque(h), t=t, iv=iv, uses=a.uses, cast_from=a.t)
     src = f"{name}({a.src})"
     ha = as_expr(a)
     h = hl.saturating_cast(hl_type(t), ha) if sat else hl.cast(hl_type(t), ha)
@@ -1459,20 +1460,38 @@ def check_case(case: Case):
         prog = hdsl.loads(src, filename="gen.hl")
     except hdsl.HdslError as ex:
         raise AssertionError(f"hdsl rejects a program Halide accepts:\n{describe(case)}\n{ex}") from None
-    got = np.asarray(prog.realize([W], **case.kwargs()))
     exp = realize_halide(root.h, root.t, case.env.x)
-    assert got.dtype == exp.dtype == np_dtype(root.t), (got.dtype, exp.dtype, describe(case))
-    eq = same_values(got, exp, root.t, root.approx)
-    if not eq.all() and root.fn and root.t != "f64":
-        try:
-            eq |= ~in_halide_domain(case, root)
-        except AssertionError as ex:
-            raise AssertionError(f"{ex}\n{describe(case)}") from None
-    if not eq.all():
-        raise AssertionError(f"hdsl and Halide disagree:\n{describe(case)}\n"
-                             f"hdsl:   {got.tolist()}\nhalide: {exp.tolist()}\n"
-                             f"at {np.nonzero(~eq)[0].tolist()}\n{localize(case)}")
+    got = np.asarray(prog.realize([W], **case.kwargs()))
+    domain = []                 # computed once, when a side first disagrees
+
+    def agree(side: str, got):
+        assert got.dtype == exp.dtype == np_dtype(root.t), (side, got.dtype, exp.dtype, describe(case))
+        eq = same_values(got, exp, root.t, root.approx)
+        if not eq.all() and root.fn and root.t != "f64":
+            if not domain:
+                try:
+                    domain.append(in_halide_domain(case, root))
+                except AssertionError as ex:
+                    raise AssertionError(f"{ex}\n{describe(case)}") from None
+            eq |= ~domain[0]
+        if not eq.all():
+            raise AssertionError(f"hdsl ({side}) and Halide disagree:\n{describe(case)}\n"
+                                 f"hdsl:   {got.tolist()}\nhalide: {exp.tolist()}\n"
+                                 f"at {np.nonzero(~eq)[0].tolist()}\n"
+                                 + (localize(case) if side == "evaluator" else ""))
+    agree("evaluator", got)
+    if not casts_f16_to_wide_int(root):
+        agree("native", np.asarray(prog.compile("host").realize([W], **case.kwargs())))
     return "ok"
+
+
+def casts_f16_to_wide_int(n: Node) -> bool:
+    """Native code cannot compile a cast from f16 to an integer type whose range passes f16's
+    largest finite value (u16, i32, u32, i64, u64: "float too large to pack"), issue 14 item 6,
+    fixed on another branch: only these programs skip the native comparison until it is merged."""
+    if n.cast_from == "f16" and n.t in ("u16", "i32", "u32", "i64", "u64"):
+        return True
+    return any(casts_f16_to_wide_int(k) for k in n.kids)
 
 
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -1509,7 +1528,9 @@ def run_explicit(expr_src, out_t, inputs, params=None, halide_fn=None, approx=Fa
     arrays = {k: np.array(v, dtype=object if is_int(t) else None).astype(np_dtype(t))
               for k, (t, v) in inputs.items()}
     pvals = {k: np_dtype(t).type(v) for k, (t, v) in params.items()}
-    got = np.asarray(hdsl.loads("\n".join(lines) + "\n", filename="t.hl").realize([n], **arrays, **pvals))
+    prog = hdsl.loads("\n".join(lines) + "\n", filename="t.hl")
+    got = np.asarray(prog.realize([n], **arrays, **pvals))
+    native = np.asarray(prog.compile("host").realize([n], **arrays, **pvals))
 
     x = hl.Var("x")
     leaves = {}
@@ -1522,11 +1543,12 @@ def run_explicit(expr_src, out_t, inputs, params=None, halide_fn=None, approx=Fa
     assert tname(e.type()) == out_t, f"Halide types {expr_src} as {tname(e.type())}"
     f[x] = e
     exp = np.array(f.realize([n], STRICT))
-    assert got.dtype == exp.dtype
-    eq = same_values(got, exp, out_t, approx)
-    if not signed_zero:
-        eq |= (got == 0) & (exp == 0)
-    assert eq.all(), f"{expr_src}: hdsl {got.tolist()} Halide {exp.tolist()}"
+    for side, values in (("evaluator", got), ("native", native)):
+        assert values.dtype == exp.dtype, side
+        eq = same_values(values, exp, out_t, approx)
+        if not signed_zero:
+            eq |= (values == 0) & (exp == 0)
+        assert eq.all(), f"{expr_src}: hdsl ({side}) {values.tolist()} Halide {exp.tolist()}"
     return got
 
 
