@@ -36,9 +36,9 @@ SIGNATURES: dict[str, list[list[str]]] = {
     "vectorize": [["var"], ["var", "int"]],
     "unroll": [["var"], ["var", "int"]],
     "parallel": [["var"], ["var", "int"]],
-    "bound": [["var", "expr", "expr"]],
-    "estimate": [["var", "expr", "expr"]],
-    "reorder_storage": [["var", "var", "*"]],
+    "bound": [["dim", "expr", "expr"]],
+    "estimate": [["dim", "expr", "expr"]],
+    "reorder_storage": [["dim", "dim", "*"]],
     "gpu_blocks": [["var"], ["var", "var"], ["var", "var", "var"]],
     "gpu_threads": [["var"], ["var", "var"], ["var", "var", "var"]],
     "gpu_tile": [["var", "new", "int"], ["var", "var", "new", "new", "int", "int"],
@@ -387,15 +387,6 @@ class _Recorder:
                     el.error(f"{name} names the {what} '{a}' twice", at(k))
             if name == "reorder":
                 self._reorder(st, args, call)
-            else:
-                for k, a in enumerate(args):
-                    if a not in f.args:
-                        el.error(f"'{a}' is not a dimension of '{f.name}'", at(k),
-                                 f"its dimensions are {', '.join(f.args)}")
-        elif name == "bound" or name == "estimate":
-            if args[0] not in f.args:
-                el.error(f"'{name}' applies to pure vars; '{args[0]}' is not one of {f.name}'s", at(0),
-                         f"its pure vars are {', '.join(f.args)}")
         elif name in ("compute_at", "store_at"):
             if f in self.outputs:
                 el.error(f"output '{f.name}' is computed at the root; it cannot be computed inside another Func",

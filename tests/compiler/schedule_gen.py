@@ -22,6 +22,19 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
   generated), and no loop derived from a reduction variable is parallelised
   or vectorised (that would race).
 - vectorize(v) / unroll(v) without a factor only on loops of constant extent.
+- `update(i).rfactor(r.k, u)` only where hdsl's (and Halide's) rule allows it: an
+  update `f(P) = f(P) op e` with op + * min max, P pure vars, e not reading f, an
+  rdom (not a one-dimensional one with a `where`); it is the stage's only directive
+  (hdsl takes none after it, and one before it would name loops the factored update
+  no longer has), and the Funcs that stage reads are then never computed inside a
+  loop (the intermediate is computed at the root).
+- `reorder_storage` of a materialised intermediate: a permutation of its pure vars.
+- `bound(v, min, extent)`: on an output, exactly the size realized (`output_sizes`);
+  on an intermediate computed at the root (of at most two dimensions), a box given by
+  the caller (`bound_box`) far larger than any region read, split tails included (only
+  for pipelines whose intermediates read inputs through boundary conditions).
+- GPU directives (gpu_blocks, gpu_threads, gpu_tile) are not generated: until a GPU
+  back end exists they are refused on the CPU target (issue 14 item 4), not fuzzed.
 
 A `Chooser` makes every decision, so the same code serves Hypothesis (which
 then shrinks the schedule) and plain seeded `random` (for the repro helper).
@@ -32,8 +45,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from hdsl.ir.expr import FuncCall, RVar, Var, walk
-from hdsl.ir.func import Func
+from hdsl.ir.expr import BinOp, FuncCall, RVar, Var, walk
+from hdsl.ir.func import Func, Update
 
 DIRECTIVES = ("split", "tile", "reorder", "fuse", "vectorize", "unroll", "parallel")
 _NAMEABLE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_])?")
@@ -267,6 +280,21 @@ def _stage_exprs(f: Func, stage: int):
     return exprs
 
 
+def rfactor_dims(f: Func, u: Update) -> list[int]:
+    """The rdom dimensions `rfactor` may factor out of update `u` of `f` (none: not allowed)."""
+    if u.rdom is None or u.iir is not None or len(u.values) != 1 or not all(isinstance(a, Var) for a in u.args):
+        return []
+    v = u.values[0]
+    if not (isinstance(v, BinOp) and v.op in ("+", "*", "min", "max") and isinstance(v.a, FuncCall)
+            and v.a.func is f and all(isinstance(a, Var) and a.name == b.name for a, b in zip(v.a.args, u.args))):
+        return []
+    if any(isinstance(n, FuncCall) and n.func is f for n in walk(v.b)):
+        return []
+    if len(u.rdom.bounds) == 1 and u.rdom.predicate is not None:
+        return []
+    return list(range(len(u.rdom.bounds)))
+
+
 def _direct_callees(f: Func, stage: int) -> list[Func]:
     out = []
     for e in _stage_exprs(f, stage):
@@ -370,13 +398,17 @@ AVOIDABLE = {
 }
 
 
-def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=()) -> Generated:
-    """A random valid schedule. `exclude` names directives (DIRECTIVES) or choices (AVOIDABLE)
-    not to generate: only for hunting bugs past known ones, the tests exclude nothing."""
+def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
+             output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None) -> Generated:
+    """A random valid schedule. `exclude` names directives (DIRECTIVES, "rfactor", "bound",
+    "reorder_storage") or choices (AVOIDABLE) not to generate: only for hunting bugs past known
+    ones, the tests exclude nothing. `output_sizes` (output name -> the size realized) and
+    `bound_box` ((min, extent) for every dimension of an intermediate) allow `bound`."""
     out = Generated()
     directives = tuple(d for d in DIRECTIVES if d not in exclude)
     level: dict[int, Level] = {}
     stages: dict[int, list[Stage]] = {}       # the final loop lists of materialised Funcs
+    rfactored: dict[int, set[int]] = {}       # id(Func) -> its stages (1 + update index) factored
 
     def materialised(g) -> bool:
         return level[id(g)].kind in ("root", "at")
@@ -431,8 +463,8 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=())
 
     def compute_at_sites(f: Func) -> list[tuple[Func, str]]:
         us = uses(f)
-        if not us:
-            return []
+        if not us or any(s & rfactored.get(id(g), set()) for g, s in us):
+            return []      # (read by a factored update: by its intermediate, at the root)
         sites = []
         for G in pi.funcs:
             if G is f or pi.info(G).sname is None or id(G) not in level or not materialised(G):
@@ -499,8 +531,25 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=())
             st.exclude = exclude
             for _ in range(ch.int(0, max_directives)):
                 st.random_directive(ch, directives)
+            if st.index >= 0 and "rfactor" not in exclude:
+                u = f.updates[st.index]
+                dims = rfactor_dims(f, u)
+                if dims and ch.bool(40):
+                    # the stage's only directive: hdsl's rfactor factors the update as written
+                    # (directives before it would name loops the factored update no longer has)
+                    st.lines = [f"rfactor({RVar(u.rdom, ch.choice(dims)).name}, {st.fresh()})"]
+                    rfactored.setdefault(id(f), set()).add(st.index + 1)
             out.lines += [f"{st.prefix()}.{d}" for d in st.lines]
         stages[id(f)] = sts
+        if "reorder_storage" not in exclude and not inf.is_output and len(f.args) >= 2 and ch.bool(25):
+            out.lines.append(f"{inf.sname}.reorder_storage({', '.join(ch.subset_permutation(f.args, len(f.args)))})")
+        if "bound" not in exclude and ch.bool(30):
+            size = (output_sizes or {}).get(f.name) if inf.is_output else None
+            for d, a in enumerate(f.args):
+                if size is not None and ch.bool(60):
+                    out.lines.append(f"{inf.sname}.bound({a}, 0, {size[d]})")
+                elif lv.kind == "root" and not inf.is_output and len(f.args) <= 2 and bound_box is not None and ch.bool(60):
+                    out.lines.append(f"{inf.sname}.bound({a}, {bound_box[0]}, {bound_box[1]})")
         iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
         if iir_dims and "tile_iir" not in exclude and ch.bool(40):
             # the tiled filters replace their update stages (their directives are dropped)

@@ -672,3 +672,27 @@ schedule vector {
     b = np.array([1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, np.nextafter(1 + 2.0 ** -11, 2.0)])
     (got, _), _ = both(text, None, (3,), a=b, w=np.zeros(3, np.uint8))
     assert got.astype(np.float64).tolist() == [1.0, 1 + 2.0 ** -9, 1 + 2.0 ** -10]
+
+
+def test_bound_and_reorder_storage_name_dimensions_after_splits():
+    """bound() and reorder_storage() name a Func's dimensions (its pure vars), not loops: after
+    `split(x, xo, xi, 3)` Halide still takes `bound(x, ...)` and `reorder_storage(y, x)`
+    (Func::bound and Func::reorder_storage take the Func's Vars; Halide's Func.h). hdsl's checker
+    rejected them ("'x' is not a loop of 'f'") once a split had renamed the loop."""
+    text = """
+pipeline dims
+input img: u8[2]
+output out: u8[2]
+algorithm {
+    f(x, y) = img(x, y) + 1
+    out(x, y) = f(x, y) * 2
+}
+schedule s {
+    f.compute_root().split(x, xo, xi, 3).fuse(xi, y, t).reorder_storage(y, x).bound(x, 0, 9)
+    out.split(x, xo, xi, 2).bound(x, 0, 9).bound(y, 0, 5)
+}
+"""
+    img = np.arange(45, dtype=np.uint8).reshape(5, 9)
+    got, expected = both(text, "s", (9, 5), img=img)
+    assert expected.tolist() == ((img + 1) * 2).tolist()
+    assert got.tolist() == expected.tolist()

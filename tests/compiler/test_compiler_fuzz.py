@@ -22,10 +22,19 @@ from hypothesis import Phase, HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import hdsl
-from compiler_corpus import CORPUS, compare, for_schedule, load, make_args
+from compiler_corpus import (CORPUS, KNOWN_FAILURES, ORDER_BUG, compare, for_schedule, load, names,
+                             reference as corpus_reference)
 from schedule_gen import DataChooser, PipelineInfo, generate
 
 NOT_SUPPORTED = "not supported by the native compiler yet"
+# How many generated schedules may the native compiler refuse as "not supported"? None: the
+# generator emits only directives it implements (GPU directives are not generated), so any
+# such refusal is a regression to report, not a case to skip.
+MAX_NOT_SUPPORTED = 0
+not_supported: list[str] = []
+
+# the image sizes drawn: past every split factor the generator uses (9) and its products
+MAX_W, MAX_H = 67, 37
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,8 +46,7 @@ def pipeline_info(name: str) -> PipelineInfo:
 @functools.lru_cache(maxsize=64)
 def reference(name: str, w: int, h: int, seed: int, params_index: int):
     spec = CORPUS[name]
-    args = make_args(spec, w, h, seed, spec.params[params_index])
-    return args, load(spec).realize(spec.sizes(w, h), **args)
+    return corpus_reference(spec, w, h, seed, spec.params[params_index])
 
 
 def run_schedule(name: str, block: str, w: int, h: int, seed: int, params_index: int = 0):
@@ -52,7 +60,10 @@ def run_schedule(name: str, block: str, w: int, h: int, seed: int, params_index:
         c = p.compile("host", schedule="fuzz")
     except hdsl.HdslError as e:
         if NOT_SUPPORTED in str(e):
+            not_supported.append(f"{name}: {str(e).splitlines()[0]}")
             event(f"not supported: {str(e).splitlines()[0][:80]}")
+            assert len(not_supported) <= MAX_NOT_SUPPORTED, \
+                f"{len(not_supported)} fuzzed schedules not supported natively:\n" + "\n".join(not_supported)
             return
         raise
     args, expected = reference(name, w, h, seed, params_index)
@@ -60,12 +71,26 @@ def run_schedule(name: str, block: str, w: int, h: int, seed: int, params_index:
     compare(for_schedule(spec, block, expected), got, expected, f"{name} {w}x{h} seed {seed}: ")
 
 
+def output_sizes(spec, w: int, h: int) -> dict[str, list[int]]:
+    sizes = spec.sizes(w, h)
+    outs = load(spec).ir.outputs
+    sizes = sizes if isinstance(sizes, list) else [sizes] * len(outs)     # (one size for all)
+    return {f.name: list(sz) for f, sz in zip(outs, sizes)}
+
+
+def bound_box(spec, w: int, h: int):
+    """(min, extent) for bound() on intermediates: far past any region a schedule reads
+    (256: histogram bins; split tails of up to three nested splits by 9 add < 9 * 9 * 9)."""
+    return (-64, 64 + max(w, h, 256) + 729) if spec.bound_intermediates else None
+
+
 def fuzz_one(name: str, data) -> None:
     spec = CORPUS[name]
-    g = generate(pipeline_info(name), DataChooser(data))
+    w = data.draw(st.integers(1, MAX_W), label="W")
+    h = data.draw(st.integers(1, MAX_H), label="H")
+    g = generate(pipeline_info(name), DataChooser(data), output_sizes=output_sizes(spec, w, h),
+                 bound_box=bound_box(spec, w, h))
     block = g.block("fuzz")
-    w = data.draw(st.integers(1, 19), label="W")
-    h = data.draw(st.integers(1, 13), label="H")
     seed = data.draw(st.integers(0, 3), label="seed")
     params_index = data.draw(st.integers(0, len(spec.params) - 1), label="params")
     note(f"repro: {name} {w} {h} {seed} {params_index}  (params {spec.params[params_index]})\n{block}")
@@ -76,11 +101,18 @@ def fuzz_one(name: str, data) -> None:
 
 
 NAMES = sorted(CORPUS)
+# Known failures of random schedules, fixed on other branches: feed_chain fails where a
+# schedule computes w at the root (issue 23 item 1); unbounded where a split tail rounds up
+# and reads past an input without a boundary condition, where Halide shifts the tail inwards
+# (issue 23 item 4, "a schedule never makes a valid input size fail"). Strict in the
+# derandomized form (its examples fail today), not in the random sweep (it may draw none).
+FUZZ_KNOWN = {**KNOWN_FAILURES, "feed_chain": ORDER_BUG,
+              "unbounded": "issue 23 item 4 (split tails read past unbounded inputs), owned by lower/*"}
 COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", names(FUZZ_KNOWN))
 @settings(max_examples=3, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
 @given(data=st.data())
 def test_random_schedules(name, data):
@@ -88,7 +120,7 @@ def test_random_schedules(name, data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", names(FUZZ_KNOWN, strict=False))
 @settings(max_examples=60, **COMMON)
 @given(data=st.data())
 def test_random_schedules_slow(name, data):
@@ -101,8 +133,9 @@ def test_generator_is_valid():
     for name in NAMES:
         spec = CORPUS[name]
         pi = pipeline_info(name)
-        for seed in range(15):
-            block = generate(pi, RandomChooser(f"{name}-{seed}")).block("fuzz")
+        for seed in range(10):
+            block = generate(pi, RandomChooser(f"{name}-{seed}"), output_sizes=output_sizes(spec, 23, 11),
+                             bound_box=bound_box(spec, 23, 11)).block("fuzz")
             try:
                 load(spec, block)
             except hdsl.HdslError as e:
