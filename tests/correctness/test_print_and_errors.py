@@ -157,6 +157,40 @@ algorithm {
     assert_same(out, np.array([sum(range(i, i + 4)) for i in range(6)], np.int32))
 
 
+@pytest.mark.parametrize("target", ["interp", "host"])
+def test_print_in_an_update_natively_too(capfd, target):
+    """Each point of an update's rdom prints once, in the rdom's order, on both targets."""
+    p = program("""
+pipeline printupd
+input v: i32[1]
+output out: i32[1]
+algorithm {
+    rdom r = [0..3]
+    total(i) = 0
+    total(0) += print(v(r.x), "r.x =", r.x)
+    out(i) = total(0)
+}
+""").compile(target)
+    assert_same(p.realize((1,), v=np.array([4, 5, 6], np.int32)), np.array([15], np.int32))
+    assert printed(capfd) == ["4 r.x = 0", "5 r.x = 1", "6 r.x = 2"]
+
+
+@pytest.mark.parametrize("target", ["interp", "host"])
+def test_print_of_integers_of_several_widths(capfd, target):
+    """i16, u8 and i64 values (one past i32's range) print the same lines in Halide's serial order."""
+    img = np.array([[3, -4, 5], [0, 7, -32768]], np.int16)
+    p = program("""
+pipeline printer2
+input img: i16[2]
+output out: i16[2]
+algorithm {
+    out(x, y) = print(img(x, y), "at", u8(x), i64(y) - 5000000000)
+}
+""").compile(target)
+    assert_same(p(img=img), img)
+    assert printed(capfd) == [f"{img[y, x]} at {x} {y - 5000000000}" for y in range(2) for x in range(3)]
+
+
 def test_wrong_dtype():
     p = program(BLUR_NO_BOUNDARY, "blur_raw.hl")
     with pytest.raises(hdsl.HdslError) as e:
