@@ -53,7 +53,7 @@ class Spec:
     # larger than W x H each input must be ({name: (dx, dy)}), found from the evaluator
     unbounded: bool = False
     # fuzzer: intermediates computed at the root may be given a bound() far larger than any
-    # region read (not where they read inputs or outputs without a boundary condition)
+    # region read (not where they read inputs without a boundary condition)
     bound_intermediates: bool = True
 
     @property
@@ -117,9 +117,8 @@ CORPUS: dict[str, Spec] = {s.name: s for s in [
     # of the terms, absolute, as well as relative
     Spec("math_f32", _one(np.float32), rtol={0: (1e-5, 2e-5)}),
     # outputs feeding each other (issue 23 item 1)
-    Spec("multi_feed", _one(np.uint8), sizes=lambda w, h: [(w, h), (w, h), (w, h), (h,)],
-         bound_intermediates=False),
-    Spec("feed_chain", _one(np.uint8), bound_intermediates=False),
+    Spec("multi_feed", _one(np.uint8), sizes=lambda w, h: [(w, h), (w, h), (w, h), (h,)]),
+    Spec("feed_chain", _one(np.uint8)),
     # no boundary conditions: the inputs are as large as the evaluator reads them; fs's float
     # sum is reassociated by rfactor, so fout is compared to a few ulp of its 12 terms (|t| < 20)
     Spec("unbounded", _sized(img=np.uint8, fimg=np.float32), unbounded=True, rtol={1: (1e-5, 1e-4)},

@@ -31,8 +31,9 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
 - `reorder_storage` of a materialised intermediate: a permutation of its pure vars.
 - `bound(v, min, extent)`: on an output, exactly the size realized (`output_sizes`);
   on an intermediate computed at the root (of at most two dimensions), a box given by
-  the caller (`bound_box`) far larger than any region read, split tails included (only
-  for pipelines whose intermediates read inputs through boundary conditions).
+  the caller (`bound_box`) far larger than any region read, split tails included (not
+  on Funcs that read an output, whose region that would widen; the caller gives no box
+  for pipelines whose intermediates read inputs without a boundary condition).
 - GPU directives (gpu_blocks, gpu_threads, gpu_tile) are not generated: until a GPU
   back end exists they are refused on the CPU target (issue 14 item 4), not fuzzed.
 
@@ -461,6 +462,10 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
         """g is computed inside loop v of G (at v or at a loop within it)."""
         return any(H is G and index(G, w) <= index(G, v) for H, w in loc(g))
 
+    def reads_output(f: Func) -> bool:
+        """f reads an output, directly or not (a bound() on f would widen that output's region)."""
+        return any(id(f) in pi.downstream[id(o)] for o in pi.funcs if pi.info(o).is_output)
+
     def compute_at_sites(f: Func) -> list[tuple[Func, str]]:
         us = uses(f)
         if not us or any(s & rfactored.get(id(g), set()) for g, s in us):
@@ -548,7 +553,8 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
             for d, a in enumerate(f.args):
                 if size is not None and ch.bool(60):
                     out.lines.append(f"{inf.sname}.bound({a}, 0, {size[d]})")
-                elif lv.kind == "root" and not inf.is_output and len(f.args) <= 2 and bound_box is not None and ch.bool(60):
+                elif (lv.kind == "root" and not inf.is_output and len(f.args) <= 2 and bound_box is not None
+                      and not reads_output(f) and ch.bool(60)):
                     out.lines.append(f"{inf.sname}.bound({a}, {bound_box[0]}, {bound_box[1]})")
         iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
         if iir_dims and "tile_iir" not in exclude and ch.bool(40):
