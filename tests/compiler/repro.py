@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HDSL_CACHE_DIR", tempfile.mkdtemp(prefix="hdsl-cache-"))
 
 import hdsl  # noqa: E402
-from compiler_corpus import CORPUS, compare, for_schedule, load, make_args  # noqa: E402
+from compiler_corpus import CORPUS, compare, for_schedule, load, reference  # noqa: E402
 from schedule_gen import PipelineInfo, RandomChooser, generate  # noqa: E402
 
 
@@ -26,8 +26,7 @@ def run(name, block, w, h, seed, params_index=0):
     spec = CORPUS[name]
     p = load(spec, block)
     c = p.compile("host", schedule="fuzz")
-    args = make_args(spec, w, h, seed, spec.params[params_index])
-    expected = p.realize(spec.sizes(w, h), **args)
+    args, expected = reference(spec, w, h, seed, spec.params[params_index])
     got = c.realize(spec.sizes(w, h), **args)
     compare(for_schedule(spec, block, expected), got, expected, f"{name} {w}x{h} seed {seed}: ")
 

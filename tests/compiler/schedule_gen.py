@@ -34,8 +34,9 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
   the caller (`bound_box`) far larger than any region read, split tails included (not
   on Funcs that read an output, whose region that would widen; the caller gives no box
   for pipelines whose intermediates read inputs without a boundary condition).
-- GPU directives (gpu_blocks, gpu_threads, gpu_tile) are not generated: until a GPU
-  back end exists they are refused on the CPU target (issue 14 item 4), not fuzzed.
+- GPU directives (gpu_blocks, gpu_threads, gpu_tile) only when asked for (`gpu=True`):
+  until a GPU back end exists the CPU target refuses them at the directive (issue 14
+  item 4), which is what such schedules are generated to check.
 
 A `Chooser` makes every decision, so the same code serves Hypothesis (which
 then shrinks the schedule) and plain seeded `random` (for the repro helper).
@@ -250,6 +251,18 @@ class Stage:
             self.lines.append(f"{what}({l.name})")
         return True
 
+    def gpu(self, ch: Chooser) -> None:
+        """A GPU directive on loops that exist (the loop list is left as it is: nothing after it
+        is compiled, the CPU target refuses it)."""
+        names = [l.name for l in self.loops if l.nameable]
+        kind = ch.choice(["gpu_blocks", "gpu_threads", "gpu_tile"] if len(names) >= 2 else ["gpu_blocks"])
+        if kind == "gpu_tile":
+            x, y = ch.subset_permutation(names, 2)
+            self.lines.append(f"gpu_tile({x}, {y}, {self.fresh()}, {self.fresh()}, {self.factor(ch)}, "
+                              f"{self.factor(ch)})")
+        else:
+            self.lines.append(f"{kind}({', '.join(ch.subset_permutation(names, ch.int(1, min(2, len(names)))))})")
+
     def random_directive(self, ch: Chooser, directives=DIRECTIVES) -> bool:
         what = ch.choice(directives)
         if what in ("vectorize", "unroll", "parallel"):
@@ -400,11 +413,13 @@ AVOIDABLE = {
 
 
 def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
-             output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None) -> Generated:
+             output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None,
+             gpu: bool = False) -> Generated:
     """A random valid schedule. `exclude` names directives (DIRECTIVES, "rfactor", "bound",
     "reorder_storage") or choices (AVOIDABLE) not to generate: only for hunting bugs past known
     ones, the tests exclude nothing. `output_sizes` (output name -> the size realized) and
-    `bound_box` ((min, extent) for every dimension of an intermediate) allow `bound`."""
+    `bound_box` ((min, extent) for every dimension of an intermediate) allow `bound`; `gpu`
+    adds GPU directives (the first materialised Func always gets one)."""
     out = Generated()
     directives = tuple(d for d in DIRECTIVES if d not in exclude)
     level: dict[int, Level] = {}
@@ -536,6 +551,8 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
             st.exclude = exclude
             for _ in range(ch.int(0, max_directives)):
                 st.random_directive(ch, directives)
+            if gpu and st.index < 0 and (not stages or ch.bool(30)):
+                st.gpu(ch)
             if st.index >= 0 and "rfactor" not in exclude:
                 u = f.updates[st.index]
                 dims = rfactor_dims(f, u)

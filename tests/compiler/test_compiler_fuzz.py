@@ -2,7 +2,8 @@
 pipeline: each must give exactly the evaluator's values.
 
 The schedules use every CPU directive (schedule_gen.py: rfactor, bound and
-reorder_storage included; GPU directives are not generated), on images of
+reorder_storage included; GPU directives only in schedules that check that
+the CPU target refuses them), on images of
 up to MAX_W x MAX_H, for pipelines that read inputs without a boundary
 condition (sized to what the evaluator reads) and multi-output pipelines
 whose outputs feed each other. A schedule the native compiler refuses as
@@ -36,7 +37,7 @@ from schedule_gen import DataChooser, PipelineInfo, generate
 
 NOT_SUPPORTED = "not supported by the native compiler yet"
 # How many generated schedules may the native compiler refuse as "not supported"? None: the
-# generator emits only directives it implements (GPU directives are not generated), so any
+# generator emits only directives it implements (GPU directives only where refusal is the point), so any
 # such refusal is a regression to report, not a case to skip.
 MAX_NOT_SUPPORTED = 0
 not_supported: list[str] = []
@@ -148,3 +149,26 @@ def test_generator_is_valid():
                 load(spec, block)
             except hdsl.HdslError as e:
                 raise AssertionError(f"{name} seed {seed}: hdsl rejects\n{block}\n{e}") from None
+
+
+def test_gpu_directives_are_refused_on_the_cpu():
+    """Random schedules with GPU directives (gpu_blocks, gpu_threads, gpu_tile) among the others:
+    until a GPU back end exists, compiling for the host refuses them with a positioned error at
+    a GPU directive (issue 14 item 4), never runs them serially on the CPU or fails inside."""
+    import re
+    from schedule_gen import RandomChooser
+    for name in NAMES:
+        spec = CORPUS[name]
+        for seed in range(2):
+            block = generate(pipeline_info(name), RandomChooser(f"gpu-{name}-{seed}"), gpu=True,
+                             output_sizes=output_sizes(spec, 23, 11), bound_box=bound_box(spec, 23, 11)
+                             ).block("fuzz")
+            p = load(spec, block)
+            with pytest.raises(hdsl.HdslError) as e:
+                p.compile("host", schedule="fuzz")
+            msg = str(e.value)
+            m = re.match(r"(.*):(\d+):(\d+): error: '(gpu_\w+)' maps loops onto a GPU, but target 'host' is a CPU",
+                         msg)
+            assert m, f"{name}:\n{block}\n{msg}"
+            line = (spec.text + block).splitlines()[int(m[2]) - 1]      # the line it points at
+            assert f".{m[4]}(" in line and int(m[3]) == len(line) - len(line.lstrip()) + 1, (line, msg)
