@@ -102,12 +102,7 @@ CORPUS: dict[str, Spec] = {s.name: s for s in [
     Spec("outputs_chain", _one(np.uint8)),
     Spec("multi_in", _multi_in,
          params=[{}, {"gain": -0.75, "bias": 100000, "shift": 5}, {"gain": 300.0, "bias": -7, "shift": 0}]),
-    # (no bound() on intermediates: a 48-directive fuzzed schedule at 40 x 30 gave "a bound()
-    # directive is smaller than the region the pipeline needs" with boxes of [-64, 985) on its
-    # levels, not yet minimised: a bug, or levels' regions (scaled by 2 per level, rounded up by
-    # split tails at each) that outgrow the box; tests/compiler/fuzz_pyramid_bound.txt has it)
-    Spec("pyramid", _one(np.uint16), no_inline=("gp[1]", "gp[2]", "up[1]", "up[0]", "lp[0]", "lp[1]"),
-         bound_intermediates=False),
+    Spec("pyramid", _one(np.uint16), no_inline=("gp[1]", "gp[2]", "up[1]", "up[0]", "lp[0]", "lp[1]")),
     Spec("color", _one(np.uint8, channels=3), sizes=lambda w, h: (w, h, 3)),
     Spec("rdom_where", _one(np.uint8)),
     Spec("window_sum", _one(np.uint8)),

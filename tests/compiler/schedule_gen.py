@@ -31,9 +31,10 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
 - `reorder_storage` of a materialised intermediate: a permutation of its pure vars.
 - `bound(v, min, extent)`: on an output, exactly the size realized (`output_sizes`);
   on an intermediate computed at the root (of at most two dimensions), a box given by
-  the caller (`bound_box`) far larger than any region read, split tails included (not
-  on Funcs that read an output, whose region that would widen; the caller gives no box
-  for pipelines whose intermediates read inputs without a boundary condition).
+  the caller (`bound_box`) far larger than any region read, split tails included: not
+  on a Func that reads an output (its region would widen), nor on a producer of a Func
+  already given the box (the box plus its consumer's stencil would not fit in it); the
+  caller gives no box for pipelines that read inputs without a boundary condition.
 - GPU directives (gpu_blocks, gpu_threads, gpu_tile) only when asked for (`gpu=True`):
   until a GPU back end exists the CPU target refuses them at the directive (issue 14
   item 4), which is what such schedules are generated to check.
@@ -425,6 +426,7 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
     level: dict[int, Level] = {}
     stages: dict[int, list[Stage]] = {}       # the final loop lists of materialised Funcs
     rfactored: dict[int, set[int]] = {}       # id(Func) -> its stages (1 + update index) factored
+    bounded: set[int] = set()                 # intermediates given the bound box
 
     def materialised(g) -> bool:
         return level[id(g)].kind in ("root", "at")
@@ -571,8 +573,9 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 if size is not None and ch.bool(60):
                     out.lines.append(f"{inf.sname}.bound({a}, 0, {size[d]})")
                 elif (lv.kind == "root" and not inf.is_output and len(f.args) <= 2 and bound_box is not None
-                      and not reads_output(f) and ch.bool(60)):
+                      and not reads_output(f) and not pi.downstream[id(f)] & bounded and ch.bool(60)):
                     out.lines.append(f"{inf.sname}.bound({a}, {bound_box[0]}, {bound_box[1]})")
+                    bounded.add(id(f))
         iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
         if iir_dims and "tile_iir" not in exclude and ch.bool(40):
             # the tiled filters replace their update stages (their directives are dropped)
