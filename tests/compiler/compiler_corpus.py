@@ -122,14 +122,9 @@ CORPUS: dict[str, Spec] = {s.name: s for s in [
 ]}
 
 
-# corpus pipelines that fail natively for a known reason fixed on another branch: the tests
-# run them as strict xfails, so that they show when the fix is merged
-ORDER_BUG = "issue 23 item 1, fixed on branch conform"
-KNOWN_FAILURES = {
-    # an unscheduled reduction reading an output is realized before that output (default and
-    # no schedule alike)
-    "multi_feed": ORDER_BUG,
-}
+# corpus pipelines that fail natively for a known reason fixed on another branch (the tests
+# run them as strict xfails, so that they show when the fix is merged): none today
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def names(known: dict[str, str] | None = None, strict: bool = True) -> list:

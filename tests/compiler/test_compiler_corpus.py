@@ -10,7 +10,7 @@ import numpy as np
 
 import pytest
 
-from compiler_corpus import CORPUS, ORDER_BUG, SIZES, compare, load, make_args, names, reference, seed_of
+from compiler_corpus import CORPUS, SIZES, compare, load, make_args, names, reference, seed_of
 
 PLAIN = "\nschedule plain {\n}\n"
 
@@ -61,23 +61,19 @@ def test_call_with_default_size(name):
     compare(spec, c(**args), p(**args), f"{name}: ")
 
 
-def _order_bug(*values):
-    return pytest.param(*values, marks=pytest.mark.xfail(strict=True, reason=ORDER_BUG))
-
-
 @pytest.mark.parametrize("name,schedule", [
-    _order_bug("feed_chain", "w.compute_root()"),          # issue 23 item 1's own program
+    ("feed_chain", "w.compute_root()"),          # issue 23 item 1's own program
     ("feed_chain", "w.compute_at(g, y)"),
     ("feed_chain", ""),
-    _order_bug("multi_feed", "rs.compute_root()"),
-    _order_bug("multi_feed", "w.compute_root()\n rs.compute_root()"),
-    _order_bug("multi_feed", "v.compute_root()\n rs.compute_root()"),
-    _order_bug("multi_feed", "w.compute_at(g, y)\n rs.compute_root()"),
+    ("multi_feed", "rs.compute_root()"),
+    ("multi_feed", "w.compute_root()\n rs.compute_root()"),
+    ("multi_feed", "v.compute_root()\n rs.compute_root()"),
+    ("multi_feed", "w.compute_at(g, y)\n rs.compute_root()"),
 ])
 def test_outputs_feeding_each_other(name, schedule):
     """Issue 23 item 1: a Func computed at the root that reads an output must be computed after
-    that output (Halide realizes in dependence order, outputs included). Today native code
-    computes it first and reads the output's uninitialised memory; feed_chain's g is img + 1."""
+    that output (Halide realizes in dependence order, outputs included); native code computed
+    it first and read the output's uninitialised memory. feed_chain's g is img + 1."""
     spec = CORPUS[name]
     block = "\nschedule s {\n" + "".join(f"    {l.strip()}\n" for l in schedule.splitlines()) + "}\n"
     p = load(spec, block)

@@ -7,8 +7,8 @@ the CPU target refuses them), on images of
 up to MAX_W x MAX_H, for pipelines that read inputs without a boundary
 condition (sized to what the evaluator reads) and multi-output pipelines
 whose outputs feed each other. A schedule the native compiler refuses as
-"not supported" fails (MAX_NOT_SUPPORTED). Known failures fixed on other
-branches are strict xfails (FUZZ_KNOWN).
+"not supported" fails (MAX_NOT_SUPPORTED). Known failures of other work's
+bugs are strict xfails (FUZZ_KNOWN).
 
 The CI-sized test runs 3 derandomized examples per pipeline (60 in all),
 without shrinking (each example costs a JIT compile); `-m slow` runs 60
@@ -31,7 +31,7 @@ from hypothesis import Phase, HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import hdsl
-from compiler_corpus import (CORPUS, KNOWN_FAILURES, ORDER_BUG, compare, for_schedule, load, names,
+from compiler_corpus import (CORPUS, KNOWN_FAILURES, compare, for_schedule, load, names,
                              reference as corpus_reference)
 from schedule_gen import DataChooser, PipelineInfo, generate
 
@@ -110,13 +110,12 @@ def fuzz_one(name: str, data) -> None:
 
 
 NAMES = sorted(CORPUS)
-# Known failures of random schedules, fixed on other branches: feed_chain fails where a
-# schedule computes w at the root (issue 23 item 1); unbounded where a split tail rounds up
-# and reads past an input without a boundary condition, where Halide shifts the tail inwards
-# (issue 23 item 4, "a schedule never makes a valid input size fail"). Strict in the
-# derandomized form (its examples fail today), not in the random sweep (it may draw none).
-FUZZ_KNOWN = {**KNOWN_FAILURES, "feed_chain": ORDER_BUG,
-              "unbounded": "issue 23 item 4 (split tails read past unbounded inputs), owned by lower/*"}
+# Known failures of random schedules: unbounded where native code asks for more of an input
+# without a boundary condition than the evaluator reads (issue 23 items 2 and 4; minimal case in
+# test_compiler_bugs.py). Strict in the derandomized form (its examples fail today), not in the
+# random sweep (it may draw none).
+FUZZ_KNOWN = {**KNOWN_FAILURES,
+              "unbounded": "issue 23 items 2/4 (native regions wider than the evaluator's on unbounded inputs)"}
 COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
 
