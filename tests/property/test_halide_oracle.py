@@ -10,8 +10,7 @@ must agree bit for bit (NaNs equal), the program's type must be the one
 Halide infers (the output is declared with it), and a program Halide rejects
 must be rejected by hdsl too.  hdsl runs each program twice, on the evaluator
 and compiled for the host, and both must agree with Halide (so do the
-explicit cases below); programs with a cast from f16 to u16/i32/u32/i64/u64
-skip the native run until issue 14 item 6 is merged (`casts_f16_to_wide_int`).
+explicit cases below).
 
 The Halide side
 - Integer literals: the Python bindings do not follow the C++ literal rules
@@ -190,7 +189,6 @@ class Node:
     kids: list = field(default_factory=list, repr=False)   # operands, for localizing a failure
     const: bool = False           # a literal, or a cast of one
     fn: str | None = None         # a math library call at the root (for domain masking)
-    cast_from: str | None = None  # a float -> int cast: the float type
     cval: float | None = None     # the value of a float constant
 
 
@@ -677,7 +675,7 @@ def mk_cast(t: str, a: Node, sat: bool = False) -> Node:
                 iv = (max(iv[0], trange(t)[0]), min(iv[1], trange(t)[1]))
         src = f"{name}({a.src})"
         h = hl.saturating_cast(hl_type(t), a.h) if sat else hl.cast(hl_type(t), a.h)
-        return Node(src, ATOM_PREC, h=opaque(h), t=t, iv=iv, uses=a.uses, cast_from=a.t)
+        return Node(src, ATOM_PREC, h=opaque(h), t=t, iv=iv, uses=a.uses)
     src = f"{name}({a.src})"
     ha = as_expr(a)
     h = hl.saturating_cast(hl_type(t), ha) if sat else hl.cast(hl_type(t), ha)
@@ -1483,18 +1481,8 @@ def check_case(case: Case):
                                  f"at {np.nonzero(~eq)[0].tolist()}\n"
                                  + (localize(case) if side == "evaluator" else ""))
     agree("evaluator", got)
-    if not casts_f16_to_wide_int(root):
-        agree("native", np.asarray(prog.compile("host").realize([W], **case.kwargs())))
+    agree("native", np.asarray(prog.compile("host").realize([W], **case.kwargs())))
     return "ok"
-
-
-def casts_f16_to_wide_int(n: Node) -> bool:
-    """Native code cannot compile a cast from f16 to an integer type whose range passes f16's
-    largest finite value (u16, i32, u32, i64, u64: "float too large to pack"), issue 14 item 6,
-    fixed on another branch: only these programs skip the native comparison until it is merged."""
-    if n.cast_from == "f16" and n.t in ("u16", "i32", "u32", "i64", "u64"):
-        return True
-    return any(casts_f16_to_wide_int(k) for k in n.kids)
 
 
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
