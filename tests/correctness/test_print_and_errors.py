@@ -86,23 +86,6 @@ algorithm {
     ]
 
 
-def test_print_in_an_update_reports_each_point(capsys):
-    p = program("""
-pipeline printupd
-input v: i32[1]
-output out: i32[1]
-algorithm {
-    rdom r = [0..3]
-    total(i) = 0
-    total(0) += print(v(r.x), "r.x =", r.x)
-    out(i) = total(0)
-}
-""")
-    v = np.array([4, 5, 6], np.int32)
-    assert_same(p.realize((1,), v=v), np.array([15], np.int32))
-    assert capsys.readouterr().out.splitlines() == ["4 r.x = 0", "5 r.x = 1", "6 r.x = 2"]
-
-
 def test_input_too_small_message_of_the_spec():
     """Section 1's program on a 3072-wide input gives section 7's message, word for word."""
     p = load("spec_blur")
