@@ -172,6 +172,8 @@ class _StageShape:
         self.deferred: dict[str, tuple] = {}
         self.shifted: list[tuple[str, int]] = []         # (var, factor) of splits shifted inwards
         self.shift_outer: dict[str, int] = {}     # outer loops of shift_inwards splits -> factor
+        # let name -> (value with the region-end clamp, value without): see strip_region_clamps
+        self.region_clamps: dict[str, tuple[Expr, Expr]] = {}
 
     def fresh(self, user: str) -> str:
         n = self.versions.get(user, 0)
@@ -224,7 +226,19 @@ class _StageShape:
                 base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
                 if not isinstance(e, Const):
                     base = simplify(BinOp("max", base, I(0), I32))
-            self.lets.append((old, add(lo, add(base, inner_value))))
+            point = add(lo, add(base, inner_value))
+            if not isinstance(e, Const):
+                # The point never passes the region's last point, lo + ext - 1, but bounds
+                # inference takes lo + base + min(inner, ext - 1) term by term and cannot see
+                # it when lo and ext move together (a region that moves with an outer loop):
+                # its maximum came out up to n - 1 past the region's end, and a valid input
+                # was refused. Bounds inference sees the no-op clamp min(point, lo + ext - 1);
+                # strip_region_clamps removes it once the regions are known, so the code and
+                # loop partitioning see the plain point.
+                clamped = simplify(BinOp("min", point, sub(add(lo, ext), I(1)), I32))
+                self.region_clamps[old] = (clamped, simplify(point))
+                point = clamped
+            self.lets.append((old, point))
             return
         value = add(lo, add(base, V(inner)))
         if tail == "guard":
@@ -359,6 +373,7 @@ class LoopBuilder:
         # (Func id, arg) -> the constant extent of the region being computed, when it is one
         # (an inline reduction computed per vector: 8 points, so its loops split without a tail)
         self.const_extent: dict[tuple[int, str], Expr] = {}
+        self.region_clamps: dict[str, tuple[Expr, Expr]] = {}   # see strip_region_clamps
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -409,6 +424,7 @@ class LoopBuilder:
             k = self.outputs.index(f)
             self.shifted |= {(k, f.args.index(v), n) for v, n in shape.shifted}
         self.deferred.update(shape.deferred)
+        self.region_clamps.update(shape.region_clamps)
         return shape.nest(body)
 
     @staticmethod
@@ -673,6 +689,27 @@ def lane_dim(loop: For, f: Func) -> int | None:
             visit(k, lane)
     visit(loop.body, frozenset({loop.var}))
     return dims.pop() if len(dims) == 1 else None
+
+
+def strip_region_clamps(stmt: Stmt, clamps: dict[str, tuple[Expr, Expr]]) -> Stmt:
+    """Drop the clamps that split lets carry for bounds inference alone (_StageShape.split,
+    shift_inwards of a region of run-time extent): once bounds inference has written every
+    region, `let v = min(point, lo + ext - 1)` becomes `let v = point`. The clamp is a no-op
+    (the point is lo + max(min(vo * n, ext - n), 0) + min(vi, max(ext - 1, 0)) with vi < n,
+    which is at most lo + ext - 1), so no value changes. A let whose value an earlier rewrite
+    changed is left as it is."""
+    if not clamps:
+        return stmt
+
+    def visit(s: Stmt) -> Stmt:
+        kids = children(s)
+        new_kids = [visit(k) for k in kids]
+        if any(a is not b for a, b in zip(new_kids, kids)):
+            s = with_children(s, new_kids)
+        if isinstance(s, LetStmt) and s.name in clamps and clamps[s.name][0] == s.value:
+            return LetStmt(s.name, clamps[s.name][1], s.body)
+        return s
+    return visit(stmt)
 
 
 def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:

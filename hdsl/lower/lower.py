@@ -20,7 +20,7 @@ from hdsl.lower.partition import partition_loops
 from hdsl.lower.hoist import hoist_invariants
 from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, compute_site, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
-                              loop_names)
+                              loop_names, strip_region_clamps)
 from hdsl.lower.symbolic import box_of
 from hdsl.schedule.record import refuse_unsupported
 
@@ -137,6 +137,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                 stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
+        info["region_clamps"] = lb.region_clamps
     return fix_extents(stmt, lb.deferred)
 
 
@@ -242,6 +243,9 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
     stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
     check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
+    # every region and input check is written: the no-op clamps bounds inference needed on
+    # split lets go before flattening and partitioning see them
+    stmt = strip_region_clamps(stmt, info.get("region_clamps", {}))
     orders = {}
     if sched is not None:
         for fid, ds in sched.directives.items():
