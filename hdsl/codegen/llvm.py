@@ -561,7 +561,9 @@ class CodeGen:
         head = st.fn.append_basic_block(f"{s.var}.head")
         body = st.fn.append_basic_block(f"{s.var}.body")
         done = st.fn.append_basic_block(f"{s.var}.end")
-        b.branch(head)
+        # a loop of extent <= 0 runs no iteration, as in the evaluator, even where lo + ext
+        # wraps past lo (an rdom from i32(NaN) = -2^31 to 4 has a wrapped, negative extent)
+        b.cbranch(b.icmp_signed(">", ext, ir.Constant(I32T, 0)), head, done)
         b.position_at_end(head)
         i = b.phi(I32T, name=s.var)
         i.add_incoming(lo, pre)

@@ -137,3 +137,28 @@ def test_a_nan_update_coordinate_is_an_error_on_both_targets(tmp_path):
                           "--output", str(tmp_path / "out.npy")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run
     assert "an intermediate buffer spans 2^31 or more elements" in run.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lo", ["i32(0.0f / 0.0f)", "lo"])
+def test_an_rdom_whose_extent_wraps_negative_runs_no_iteration(target, lo):
+    """[lo..4] from lo = -2^31 (a param, or i32 of a NaN, which is -2^31 by the cast rule) has
+    the extent 4 - (-2^31), which wraps to a negative i32: no iteration, as for any extent
+    <= 0. Native code looped from -2^31 while i < lo + extent, and lo + extent wraps back to
+    4: 2^31 + 4 iterations (each bin then held 536870913 where the evaluator gave 0)."""
+    p = program(f"""
+pipeline wrapext
+param lo: i32 = 0
+output out: i32[1]
+algorithm {{
+    rdom r = [{lo}..4]
+    h(x) = 0
+    h(r.x % 4) += 1
+    out(x) = h(x)
+}}
+""").compile(target)
+    got = p.realize((4,), lo=-2**31)
+    assert_same(got, np.zeros(4, np.int32))
+    if lo == "lo":
+        # a lo that does not wrap: each bin counts its points of [-4, 4), two each
+        assert_same(p.realize((4,), lo=-4), np.full(4, 2, np.int32))
