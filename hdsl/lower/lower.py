@@ -24,7 +24,8 @@ from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, 
 from hdsl.lower.symbolic import box_of
 from hdsl.schedule.record import refuse_unsupported
 
-PASSES = ("schedule_functions", "bounds_checks", "flatten", "partition_loops", "hoist_invariants")
+PASSES = ("schedule_functions", "bounds_checks", "strip_region_clamps", "flatten", "partition_loops",
+          "hoist_invariants")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
@@ -245,7 +246,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     # every region and input check is written: the no-op clamps bounds inference needed on
     # split lets go before flattening and partitioning see them
-    stmt = strip_region_clamps(stmt, info.get("region_clamps", {}))
+    stmt = run("strip_region_clamps", strip_region_clamps, stmt, info.get("region_clamps", {}))
     orders = {}
     if sched is not None:
         for fid, ds in sched.directives.items():
