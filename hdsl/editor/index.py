@@ -91,11 +91,14 @@ def doc_comment(lines: list[str], line: int) -> str | None:
 
 
 def _source_text(lines: list[str], span: Span) -> str:
+    """A declaration's text on one line, its alignment padding squeezed (`input  img` -> `input img`)."""
     if span.line == span.end_line and 1 <= span.line <= len(lines):
-        return lines[span.line - 1][span.col - 1:span.end_col - 1]
-    if 1 <= span.line <= len(lines):
-        return lines[span.line - 1][span.col - 1:].rstrip() + " ..."
-    return ""
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+    elif 1 <= span.line <= len(lines):
+        text = lines[span.line - 1][span.col - 1:].rstrip() + " ..."
+    else:
+        return ""
+    return re.sub(r"\s+", " ", text.strip())
 
 
 class DocIndex:

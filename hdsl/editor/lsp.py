@@ -403,10 +403,11 @@ def make_server() -> LanguageServer:
         line, col = _column(idx.lines, pos, codec())
         return idx, line, col
 
-    def location(idx, span) -> lsp.Location:
-        lines = idx.lines if span.file == idx.filename else _file_lines(span.file)
-        uri = Path(span.file).resolve().as_uri() if span.file != idx.filename else None
-        return lsp.Location(uri=uri, range=_span_range(span, lines, codec()))
+    def location(idx, span, doc_uri: str) -> lsp.Location:
+        if span.file == idx.filename:
+            return lsp.Location(uri=doc_uri, range=_span_range(span, idx.lines, codec()))
+        return lsp.Location(uri=Path(span.file).resolve().as_uri(),
+                            range=_span_range(span, _file_lines(span.file), codec()))
 
     def publish(uri: str) -> None:
         doc = server.workspace.get_text_document(uri)
@@ -451,9 +452,7 @@ def make_server() -> LanguageServer:
         idx, line, col = where(params.text_document.uri, params.position)
         occ = idx.occurrence_at(line, col)
         if occ is not None:
-            loc = location(idx, occ.symbol.span)
-            loc.uri = loc.uri or params.text_document.uri
-            return [loc]
+            return [location(idx, occ.symbol.span, params.text_document.uri)]
         attr = idx.attr_at(line, col)
         if attr is not None and attr.base is None:       # `use filters`: the module's file
             from hdsl.frontend.elaborate import STDLIB_DIR
@@ -471,7 +470,7 @@ def make_server() -> LanguageServer:
             return None
         out = []
         if params.context.include_declaration and occ.symbol.span.file != idx.filename:
-            out.append(location(idx, occ.symbol.span))
+            out.append(location(idx, occ.symbol.span, params.text_document.uri))
         for o in idx.references(occ.symbol):
             if o.is_decl and not params.context.include_declaration:
                 continue
