@@ -104,6 +104,8 @@ def _code(text: str) -> str:
 
 def hover_symbol(idx, sym) -> str:
     """Markdown for a symbol: its declaration, what the checker knows, its doc comment."""
+    if sym.kind in ("var", "loop", "fn-param"):        # their detail is prose: "pure var of f"
+        return f"{_code(sym.name)}\n\n{sym.detail}"
     parts = [_code(sym.detail or sym.name)]
     info = idx.info.get(sym.name) if sym.kind in ("func", "binding", "output", "array", "let", "rdom") \
         and sym.parent is None and sym.span.file == idx.filename else None
