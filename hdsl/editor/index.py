@@ -520,12 +520,10 @@ def describe_func(f) -> str:
     types = ", ".join(str(t) for t in f.types) if f.types else "?"
     if len(f.types) > 1:
         types = f"({types})"
-    args = ", ".join(a if not a.startswith("_") else a for a in f.args)
+    args = ", ".join(f.args)
     ups = len(getattr(f, "updates", []) or [])
     text = f"Func {f.name}({args}): {types}, {f.dims}-D"
     if ups:
         text += f", {ups} update definition{'s' if ups != 1 else ''}"
     return text
 
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

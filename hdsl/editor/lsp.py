@@ -103,31 +103,28 @@ def _code(text: str) -> str:
 
 
 def hover_symbol(idx, sym) -> str:
-    """Markdown for a symbol: its declaration, what the checker knows, its doc comment."""
+    """Markdown for a symbol: what the checker knows of it (a Func's types and dimensions),
+    its declaration, what kind of name it is, its doc comment."""
+    from hdsl.frontend import ast
     if sym.kind in ("var", "loop", "fn-param"):        # their detail is prose: "pure var of f"
         return f"{_code(sym.name)}\n\n{sym.detail}"
-    parts = [_code(sym.detail or sym.name)]
     info = idx.info.get(sym.name) if sym.kind in ("func", "binding", "output", "array", "let", "rdom") \
         and sym.parent is None and sym.span.file == idx.filename else None
-    if sym.kind == "param":
-        from hdsl.frontend import ast
-        node = _decl_node(idx, sym)
-        if isinstance(node, ast.ParamDeclNode):
-            default = _text_of(idx, node.default.span) if node.default is not None else None
-            parts.append(f"param of type `{node.type_name}`" + (f", default `{default}`" if default else
-                                                               ", no default (give it with --param)"))
-    elif sym.kind in ("input", "output"):
-        from hdsl.frontend import ast
-        node = _decl_node(idx, sym)
-        if isinstance(node, ast.BufferDecl):
-            parts.append(f"{sym.kind} of type `{node.type_name}`, `{_text_of(idx, node.dims.span)}`-D")
+    parts = [_code(info)] if info and info.startswith("Func") else []
+    parts.append(_code(sym.detail or sym.name))
+    node = _decl_node(idx, sym) if sym.kind in ("param", "input", "output") else None
+    if isinstance(node, ast.ParamDeclNode):
+        default = _text_of(idx, node.default.span) if node.default is not None else None
+        parts.append(f"param of type `{node.type_name}`" + (f", default `{default}`" if default else
+                                                           ", no default (give it with --param)"))
+    elif isinstance(node, ast.BufferDecl):
+        parts.append(f"{sym.kind} of type `{node.type_name}`, `{_text_of(idx, node.dims.span)}`-D")
     elif sym.kind == "fn":
-        where = f" (from `use {sym.module}`)" if sym.module else ""
-        parts.append(f"fn{where}")
-    elif sym.kind not in ("pipeline", "schedule"):
+        parts.append("fn" + (f" (from `use {sym.module}`)" if sym.module else ""))
+    elif sym.kind not in ("pipeline", "schedule", "param", "input", "output"):
         parts.append(_KIND_WORDS.get(sym.kind, sym.kind) + (f" in fn {sym.parent.name}" if sym.parent else ""))
-    if info:
-        parts.append(_code(info) if info.startswith("Func") else f"type: `{info}`")
+    if info and not info.startswith("Func"):
+        parts.append(f"type: `{info}`" if sym.kind == "let" else info)
     if sym.doc:
         parts.append(sym.doc)
     return "\n\n".join(parts)
@@ -309,8 +306,7 @@ def completions(idx, lines: list[str], line: int, col: int) -> list[lsp.Completi
         if kind == "var_of":
             cm = re.search(r"\(\s*([A-Za-z_]\w*)\s*,[^,]*$", before)
             fsym = idx.func_symbol(cm.group(1)) if cm else fsym
-        names = idx.loop_names(fsym) + _line_loops(text if fsym is None or first is None
-                                                   or first.group(1) == fsym.name else "")
+        names = idx.loop_names(fsym) + _line_loops(text)
         for n in names:
             add(n, lsp.CompletionItemKind.Variable, f"loop of {fsym.name}" if fsym else "loop", sort="1")
         if directive in ("split", "tile", "vectorize", "unroll", "parallel", "gpu_tile") and kind == "int":
