@@ -121,6 +121,7 @@ class DocIndex:
         self.module, self.blanked = parse_recovering(text, filename)
         self._scopes: list[dict[str, Symbol]] = [{}]
         self._func_syms: dict[str, Symbol] = {}     # algorithm Funcs by name
+        self._algo_scope: dict[str, Symbol] = {}    # every name the algorithm block declares
         if self.module is not None:
             try:
                 self._walk_module(self.module)
@@ -156,7 +157,8 @@ class DocIndex:
         return out
 
     def func_symbol(self, name: str) -> Symbol | None:
-        return self._func_syms.get(name) or self._scopes[0].get(name)
+        """A name of the algorithm block (a Func, an rdom, a let) or a top-level name."""
+        return self._func_syms.get(name) or self._algo_scope.get(name) or self._scopes[0].get(name)
 
     # ------------------------------------------------------------------ building
     def _declare(self, name: str, kind: str, span: Span | None, decl: Span | None, *, detail: str = "",
@@ -252,9 +254,11 @@ class DocIndex:
             self._scopes.pop()
 
     def _algorithm(self, blk: ast.AlgorithmBlock):
-        self._scopes.append({})
-        self._algo_scope = self._scopes[-1]
-        self._block(blk.body, None, top=True)
+        self._scopes.append(self._algo_scope)
+        try:
+            self._block(blk.body, None, top=True)
+        finally:
+            self._scopes.pop()
 
     def _block(self, stmts: list[ast.Node], owner: Symbol | None, top: bool = False):
         for s in stmts:
@@ -387,7 +391,7 @@ class DocIndex:
         if blk.name is not None:
             self.top.append(self._declare(blk.name, "schedule", blk.name_span, blk.span,
                                           detail=f"schedule {blk.name}", scope={}))
-        self._scopes.append(getattr(self, "_algo_scope", {}))
+        self._scopes.append(self._algo_scope)
         try:
             self._sched_block(blk.body or [])
         finally:

@@ -293,7 +293,7 @@ def completions(idx, lines: list[str], line: int, col: int) -> list[lsp.Completi
                     add(p, lsp.CompletionItemKind.Property, "dimension property")
         return list(items.values())
     if call is not None and block == "schedule":
-        head, directive, argi = call
+        _, directive, argi = call
         kinds = directives.arg_kinds(directive, argi + 1)
         kind = kinds[argi] if argi < len(kinds) else "other"
         first = re.match(r"\s*([A-Za-z_]\w*)", text)

@@ -59,3 +59,17 @@ def test_any_cut_or_insertion_answers_without_raising(name):
             if occ is not None:
                 assert occ.symbol.name in lsp.hover_symbol(idx, occ.symbol)
             lsp.document_symbols(idx)
+
+
+def test_completion_after_an_rdom_and_an_input():
+    """`r.` offers an rdom's dimensions, `img.` an input's properties (docs/language.md)."""
+    text = ("pipeline p\ninput img: u8[2]\noutput out: i32[1]\nalgorithm {\n    rdom r = img\n"
+            "    out(x) = 0\n    out(x) += i32(img(r.x, r.y))\n    w = img.\n}\n")
+    idx = DocIndex(text, "p.hl")
+    lines = text.split("\n")
+    n = next(i for i, line in enumerate(lines, 1) if "img(r.x" in line)
+    col = lines[n - 1].index("r.x") + 3
+    assert {i.label for i in lsp.completions(idx, lines, n, col)} == set("xyzw")
+    n = next(i for i, line in enumerate(lines, 1) if line.endswith("img."))
+    labels = {i.label for i in lsp.completions(idx, lines, n, len(lines[n - 1]) + 1)}
+    assert {"width", "height", "dim"} <= labels and "tile" not in labels
