@@ -56,7 +56,7 @@ class Pipeline:
         if base not in TARGETS:
             raise HdslError(f"unknown target '{target}'", None,
                             "targets: " + ", ".join(TARGETS) + " (a native one may end in -fast_math)")
-        if schedule is not None and schedule not in self.ir.schedules:
+        if schedule is not None and schedule != "auto" and schedule not in self.ir.schedules:
             names = ", ".join(n for n in self.ir.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{self.name}' has no schedule '{schedule}'", None,
                             f"its named schedules: {names}")

@@ -114,16 +114,10 @@ def lower_schedules(p) -> None:
         raise HdslError(found)
 
 
-def cmd_run(args) -> int:
-    import hdsl
-    from hdsl.runtime.images import ImageError, load_image, save_image
-
-    t0 = time.perf_counter()
-    p = hdsl.load(args.file)
-    target = args.target
-    p = p.compile(target=target, schedule=args.schedule, use_cache=not args.no_cache)
-    compile_s = time.perf_counter() - t0
-
+def inputs_and_params(p, args, random_size=None) -> dict:
+    """The --input images and --param values as keyword arguments of the pipeline; with
+    random_size and no --input at all, random inputs of that size."""
+    from hdsl.runtime.images import ImageError, load_image
     kwargs = {}
     given_inputs = _parse_assignments(args.input, "input")
     input_names = {b.name: b for b in p.ir.inputs}
@@ -143,7 +137,9 @@ def cmd_run(args) -> int:
                             f"declare the input as {_type_of(arr.dtype)}, or convert the image first")
         kwargs[name] = arr
     missing = [b.name for b in p.ir.inputs if b.name not in given_inputs]
-    if missing:
+    if missing and random_size is not None and not given_inputs:
+        kwargs.update(random_inputs(p.ir, random_size))
+    elif missing:
         raise HdslError(f"input '{missing[0]}' is missing", None,
                         " ".join(f"--input {n}=PATH" for n in missing))
     params = {q.name: q for q in p.ir.params}
@@ -156,6 +152,21 @@ def cmd_run(args) -> int:
     if missing:
         raise HdslError(f"param '{missing[0]}' has no default and is not given", None,
                         " ".join(f"--param {n}=VALUE" for n in missing))
+
+    return kwargs
+
+
+def cmd_run(args) -> int:
+    import hdsl
+    from hdsl.runtime.images import ImageError, save_image
+
+    t0 = time.perf_counter()
+    p = hdsl.load(args.file)
+    target = args.target
+    p = p.compile(target=target, schedule=args.schedule, use_cache=not args.no_cache)
+    compile_s = time.perf_counter() - t0
+
+    kwargs = inputs_and_params(p, args, random_size=None)
 
     outputs = [(f.name, f) for f in p.ir.outputs]
     dests = {}
@@ -227,19 +238,12 @@ def _save(path: str, arr, save_image, ImageError) -> None:
         raise HdslError(e.message, None, e.hint) from None
 
 
-def cmd_bench(args) -> int:
-    """Time one pipeline on random inputs: compile cold and from the cache, then runs."""
-    import hdsl
-    try:
-        size = [int(v) for v in args.size.split(",")]
-    except ValueError:
-        raise HdslError(f"--size '{args.size}' should be W,H[,C]", None) from None
-    if len(size) < 2 or any(v <= 0 for v in size):
-        raise HdslError(f"--size '{args.size}' needs a positive width and height", None)
-    p0 = hdsl.load(args.file)
+def random_inputs(ir, size: list[int]) -> dict[str, np.ndarray]:
+    """Random inputs of W x H (x C, default 3) for `hdsl bench` and `hdsl tune`, in the
+    (H, W[, C]) layout (seeded: the same every run)."""
     rng = np.random.RandomState(0)
     inputs = {}
-    for b in p0.ir.inputs:
+    for b in ir.inputs:
         shape = [size[1], size[0]] + ([size[2] if len(size) > 2 else 3] if b.dims > 2 else [])
         shape = shape[:b.dims] if b.dims >= 2 else [size[0]]
         dt = b.type.dtype
@@ -253,6 +257,25 @@ def cmd_bench(args) -> int:
         if arr.ndim >= 3:         # planar storage behind the (H, W, C) view: x has stride 1
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0)).transpose(1, 2, 0)
         inputs[b.name] = arr
+    return inputs
+
+
+def _size_arg(flag: str, text: str) -> list[int]:
+    try:
+        size = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise HdslError(f"{flag} '{text}' should be W,H[,C]", None) from None
+    if len(size) < 2 or any(v <= 0 for v in size):
+        raise HdslError(f"{flag} '{text}' needs a positive width and height", None)
+    return size
+
+
+def cmd_bench(args) -> int:
+    """Time one pipeline on random inputs: compile cold and from the cache, then runs."""
+    import hdsl
+    size = _size_arg("--size", args.size)
+    p0 = hdsl.load(args.file)
+    inputs = random_inputs(p0.ir, size)
     from hdsl.api import to_buffer_layout
     from hdsl.bench import compile_cold_and_cached, output_arrays
     c, cold, cached = compile_cold_and_cached(args.file, args.target, args.schedule)
@@ -377,6 +400,59 @@ def cmd_fmt(args) -> int:
             print(f"{path}: formatted")
     return status
 
+def cmd_schedule(args) -> int:
+    """Print a schedule as schedule text: the automatic one (the default) or a block of the file."""
+    import hdsl
+    from hdsl.lower.lower import choose_schedule
+    from hdsl.schedule.auto import block_text, schedule_text
+    p = hdsl.load(args.file)
+    name = args.schedule or "auto"
+    # `--schedule default`: the unnamed block (unless a block is named so)
+    sched = choose_schedule(p.ir, None if name == "default" and name not in p.ir.schedules else name, args.target)
+    text = schedule_text(p.ir, sched) if sched is not None else ""
+    what = "the automatic schedule" if name == "auto" else f"schedule '{name}'" if sched.name else "the default schedule"
+    print(block_text(text, args.name, f"{what} of {args.file} for {args.target}"), end="")
+    return 0
+
+
+def cmd_tune(args) -> int:
+    """The 2013 paper's stochastic search; the best schedule is written into the file."""
+    import datetime
+
+    import hdsl
+    from hdsl.schedule.tune import progress_line, tune, write_block, genome_text
+    text = read_source(args.file)
+    p = hdsl.load(args.file)
+    size = _size_arg("--size", args.size)
+    kwargs = inputs_and_params(p, args, random_size=size)
+    inputs = {b.name: kwargs[b.name] for b in p.ir.inputs}
+    params = {k: v for k, v in kwargs.items() if k not in inputs}
+    sizes = p.default_sizes({k: hdsl.api.to_buffer_layout(v, v.ndim) for k, v in inputs.items()}) \
+        if p.ir.inputs else [size[:f.dims] for f in p.ir.outputs]
+    if args.output_size:
+        osize = _size_arg("--output-size", args.output_size)
+        sizes = [(osize + s[len(osize):])[:len(s)] for s in sizes]
+    print(f"tuning {args.file} on {'x'.join(map(str, sizes[0]))}: computing the reference with the evaluator",
+          file=sys.stderr)
+    expected = p.realize(sizes if len(sizes) > 1 else sizes[0], **kwargs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    best, history = tune(p.ir, text, args.file, inputs, params, sizes if len(sizes) > 1 else sizes[0], expected,
+                         trials=args.trials, minutes=args.minutes, seed=args.seed, limit_s=args.timeout,
+                         progress=progress_line(args.trials))
+    print(file=sys.stderr)
+    if best is None or best.time_ms == float("inf"):
+        reasons = sorted({r.why for r in history})[:3]
+        raise HdslError(f"no candidate schedule of '{p.name}' ran correctly", None,
+                        "; ".join(reasons) or "give a larger budget (--trials, --minutes)")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    comment = (f"hdsl tune: {best.time_ms:.3f} ms (median) on {'x'.join(map(str, sizes[0]))}, host, {when}; "
+               f"best of {len(history)} candidates (from {best.origin})")
+    write_block(args.file, genome_text(p.ir, best.genome), args.name, comment)
+    ok = sum(r.time_ms < float("inf") for r in history)
+    print(f"{args.file}: wrote schedule {args.name}: {best.time_ms:.3f} ms ({ok} of {len(history)} candidates "
+          f"ran correctly); use it with --schedule {args.name}")
+    return 0
+
 
 def cmd_lsp(args) -> int:
     try:
@@ -415,7 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the outputs' first coordinates (default 0,0): --min 1,1 --size W-2,H-2 runs a "
                         "3x3 stencil that has no boundary condition (negative ones: --min=-4,-4)")
     r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)")
-    r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
+    r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one; "
+                                                      "auto: the automatic scheduler's)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
     r.set_defaults(fn=cmd_run)
@@ -458,6 +535,33 @@ def build_parser() -> argparse.ArgumentParser:
     fm.add_argument("--check", action="store_true",
                     help="change nothing; exit 1 and name the files that are not in the canonical layout")
     fm.set_defaults(fn=cmd_fmt)
+
+    sc = sub.add_parser("schedule", help="print a schedule as text to paste into the file (default: the "
+                                         "automatic scheduler's)")
+    sc.add_argument("file", metavar="FILE", help="the .hl program")
+    sc.add_argument("--schedule", metavar="NAME", help="the schedule to print: auto (default), a block's name, or default (the "
+                                                       "unnamed block)")
+    sc.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"],
+                    help="the CPU to schedule for (default host)")
+    sc.add_argument("--name", default="mine", metavar="BLOCK", help="the printed block's name (default mine)")
+    sc.set_defaults(fn=cmd_schedule)
+    tu = sub.add_parser("tune", help="search for a fast schedule (the 2013 paper's genetic search) and write "
+                                     "the best into FILE as a named schedule block")
+    tu.add_argument("file", metavar="FILE", help="the .hl program (the block is added to it)")
+    tu.add_argument("--input", action="append", metavar="NAME=PATH",
+                    help="an image to tune on (default: random inputs of --size)")
+    tu.add_argument("--param", action="append", metavar="NAME=VALUE", help="a value for param NAME")
+    tu.add_argument("--size", default="512,512", metavar="W,H[,C]",
+                    help="the random inputs' extents without --input (default 512,512; C defaults to 3)")
+    tu.add_argument("--output-size", metavar="W[,H[,C]]", help="the outputs' extents (default: the first input's)")
+    tu.add_argument("--trials", type=_positive_int, default=40, metavar="N",
+                    help="candidates to measure at most (default 40)")
+    tu.add_argument("--minutes", type=float, metavar="M", help="stop after M minutes")
+    tu.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="the time limit of one candidate (compile, check and runs; default 60 s)")
+    tu.add_argument("--seed", type=int, default=0, metavar="N", help="the search's random seed (default 0)")
+    tu.add_argument("--name", default="tuned", metavar="BLOCK", help="the written block's name (default tuned)")
+    tu.set_defaults(fn=cmd_tune)
     ls = sub.add_parser("lsp", help="run the language server on stdin/stdout (for editors; needs pygls: "
                                     "pip install 'hdsl[lsp]')")
     ls.set_defaults(fn=cmd_lsp)

@@ -183,7 +183,21 @@ class Elaborator:
         self.sink.raise_if_any()
         import hashlib
         key = hashlib.sha256("\0".join(self.texts).encode()).hexdigest() if self.texts else ""
-        return Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename, key)
+        p = Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename, key)
+        p.names = schedulable_names(scope)
+        p.record_text = lambda text, name: self.record_text(text, name, scope, outputs)
+        return p
+
+    def record_text(self, text: str, name: str, scope: Scope, outputs: list[Func]):
+        """A schedule written as text (the automatic scheduler's, or a tuner's candidate) recorded
+        with every check a block of the file gets; HdslError when it breaks a rule."""
+        from hdsl.schedule.record import record_schedules
+        self.sink.diagnostics.clear()
+        mod = parse(f"schedule {name} {{\n{text}\n}}\n", f"<schedule {name}>")
+        sched = record_schedules(self, [it for it in mod.items if isinstance(it, ast.ScheduleBlock)], scope,
+                                 outputs)
+        self.sink.raise_if_any()
+        return sched[name]
 
     def check_acyclic(self, outputs: list[Func]):
         """No Func may read itself through others (the one rule for the evaluator and native
@@ -1508,6 +1522,30 @@ def ast_walk(node):
             for c in child:
                 if isinstance(c, ast.Node):
                     yield from ast_walk(c)
+
+
+def schedulable_names(scope: Scope) -> dict[int, str]:
+    """id(Func) -> the shortest name a schedule reaches it by: a Func of the algorithm, an
+    element of an array of Funcs, or a Func's local (`sharp.unsharp_blur`)."""
+    found: dict[int, str] = {}
+
+    def visit(f: Func, name: str, depth: int = 0):
+        old = found.get(id(f))
+        if old is not None and (len(old), old) <= (len(name), name):
+            return
+        found[id(f)] = name
+        if depth < 8:
+            for local, g in f.locals.items():
+                visit(g, f"{name}.{local}", depth + 1)
+
+    for n, v in sorted(scope.names.items()):
+        if isinstance(v, FuncVal):
+            visit(v.func, n)
+        elif isinstance(v, ArrayVal):
+            for i, e in sorted(v.elems.items()):
+                if isinstance(e, FuncVal):
+                    visit(e.func, f"{n}[{i}]")
+    return found
 
 
 def elaborate(module: ast.Module, filename: str, text: str | None = None) -> Pipeline | None:

@@ -218,6 +218,12 @@ class Pipeline:
     # a hash of the source texts it was elaborated from (its file and every module it uses);
     # "" when built otherwise. Keys the compile cache, so a cached compile skips lowering.
     source_key: str = ""
+    # the name a schedule reaches each Func by (`blur_x`, `gp[3]`, `sharp.unsharp_blur.gauss_w`),
+    # by id(Func); Funcs no name reaches are absent
+    names: dict[int, str] = field(default_factory=dict)
+    # schedule text (directives, one chain a line) -> a Schedule of this pipeline's Funcs,
+    # recorded and checked as a block of the file would be (set by the elaborator)
+    record_text: object = None
 
     @property
     def funcs(self) -> list[Func]:

@@ -29,6 +29,10 @@ PASSES = ("schedule_functions", "bounds_checks", "strip_region_clamps", "flatten
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
+    if name == "auto":
+        # the automatic scheduler's (whether or not the file has a `schedule auto` block)
+        from hdsl.schedule.auto import auto_schedule
+        return auto_schedule(p, target)
     if name is not None:
         if name not in p.schedules:
             names = ", ".join(n for n in p.schedules if n) or "(none)"

@@ -5,8 +5,9 @@ directive makes sense: the Func and vars exist, arities and argument kinds
 match, `compute_at` names a consumer, reductions are not raced.
 The compiler executes what is recorded; the reference evaluator ignores it
 (but for `bound`, whose region it honours). A Func's storage must enclose its
-computation; GPU directives and `schedule auto` are refused on the CPU
-(`refuse_unsupported`).
+computation; GPU directives are refused on the CPU (`refuse_unsupported`).
+A `schedule auto { ... }` block holds only `estimate` directives: the sizes the
+automatic scheduler (hdsl/schedule/auto.py) plans for.
 """
 from __future__ import annotations
 
@@ -127,6 +128,14 @@ def record_schedules(el, blocks: list[ast.ScheduleBlock], scope: Scope, outputs:
         rec = _Recorder(el, sched, outputs)
         rec.block(blk.body, Scope(scope, block=False))
         rec.finish()
+        if sched.auto:
+            for ds in sched.directives.values():
+                for d in ds:
+                    if d.name != "estimate":
+                        el.sink.error(f"'schedule auto' holds only estimate(...) directives, not '{d.name}'",
+                                      d.span, "the automatic scheduler decides the rest; to start from its "
+                                      "schedule and edit it, print it with `hdsl schedule FILE --schedule auto` "
+                                      "and paste it into a named block")
     return schedules
 
 
@@ -561,15 +570,11 @@ GPU_SCHEDULES = ("cuda", "opengl")      # chosen by compiling for that target, n
 def refuse_unsupported(sched: Schedule | None, target: str) -> None:
     """Refuse what the CPU back end cannot honour, before anything is compiled: GPU directives
     (hdsl has no GPU back end yet; running them serially on the CPU would hide that the
-    schedule does not do what it says) and `schedule auto` (no automatic scheduler yet).
+    schedule does not do what it says).
     The reference evaluator ignores schedules and needs no such check."""
     if sched is None:
         return
     found = []
-    if sched.auto:
-        found.append(Diagnostic(f"'schedule auto' asks for the automatic scheduler, which hdsl does not have yet "
-                                f"(target '{target}')", sched.span,
-                                "write the schedule by hand in a named block, or choose another with --schedule NAME"))
     hint = ("this block is for a GPU target: run the CPU schedule instead (leave out --schedule)"
             if sched.name in GPU_SCHEDULES else
             "keep GPU directives in a `schedule cuda { ... }` block; for the CPU use tile(...), parallel(...) "

@@ -1,0 +1,471 @@
+"""The automatic scheduler: `schedule auto` and `--schedule auto`.
+
+It works from the pipeline's structure and the sizes known at compile time: the
+outputs' `estimate(v, min, extent)` directives (in the `schedule auto { ... }` block,
+or `estimate`/`bound` directives of the file's other blocks), else DEFAULT_EXTENTS.
+It never looks at the inputs of a call, so the schedule (and the compile cache's
+object) is the same for every run.
+
+The rules start from the 2018 paper's (Li et al., "Differentiable programming for
+image processing and deep learning in Halide", section 5: checkpoint every stage
+that scatters, reduces or is used twice, inline the rest, tile the checkpointed
+stages with the tiles in parallel and the inner dimension vectorized, rfactor large
+reductions), with what measuring the examples taught (benchmarks/RESULTS.md):
+
+- a stage read pointwise (at the consumer's own coordinates) or cheaply (a boundary
+  condition, a cast) is inlined even when read several times;
+- a stencil producer read by one consumer is computed per tile of that consumer
+  (`compute_at`): the tile's footprint stays in cache (the 2012 paper's tiled blur);
+- a producer read at computed coordinates (a look-up table, a histogram) or through
+  resampling (pyramids) is computed at the root;
+- the vector width is the target's vector register over the widest type the stage
+  computes in; dims estimated at most SMALL wide (colour channels) are neither
+  tiled nor vectorized, and an output's are innermost (its interleaved layout).
+
+The result is ordinary schedule text, recorded with every check a block written in
+the file gets (`Pipeline.record_text`), so `hdsl schedule FILE` prints what the
+compiler runs and a user can paste and edit it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.bounds import BoundsEnv, interval
+from hdsl.ir.expr import BufferProp, Const, FuncCall, InputCall, Param, RVar, Var, walk
+from hdsl.ir.func import Func, Pipeline, Schedule, calls_in, definition_exprs, pure_positions, topo_order
+from hdsl.ir.printer import expr_str
+
+DEFAULT_EXTENTS = (1536, 1024, 4)     # an output's dims without an estimate (dims past the third: 4)
+SMALL = 16                 # a dim at most this wide is a channel-like dim: not tiled, not vectorized
+CHEAP = 12                 # expression nodes of a definition cheap enough to inline at every use
+TILE_Y = 32
+MAX_EXTENT = 1 << 24
+# the vector register of each CPU target, in bytes (host: AVX2's, which every x86-64 hdsl targets has)
+VECTOR_BYTES = {"host": 32, "x86-64-avx2": 32, "x86-64-avx512": 64}
+# targets the automatic scheduler knows; a GPU target's rules plug in through `rules_for`
+CPU_TARGETS = tuple(VECTOR_BYTES)
+
+
+@dataclass
+class _Stage:
+    """What the scheduler knows of one Func."""
+    f: Func
+    name: str | None               # how a schedule names it (None: unnamed, left to the defaults)
+    region: list[list[float]]      # estimated [lo, hi] per dim
+    consumers: list[Func] = field(default_factory=list)
+    calls: list[FuncCall] = field(default_factory=list)
+    choice: str = "inline"         # inline, root, at, output
+    at: tuple | None = None        # (consumer, loop var) for 'at'
+
+    def extent(self, d: int) -> int:
+        lo, hi = self.region[d]
+        if math.isinf(lo) or math.isinf(hi):
+            return MAX_EXTENT
+        return int(min(MAX_EXTENT, max(1, hi - lo + 1)))
+
+
+def vector_width(f: Func, target: str) -> int:
+    """Lanes: the target's vector register over the widest type f's pure definition computes in."""
+    bits = 8
+    for e in f.values or []:
+        for n in walk(e):
+            t = getattr(n, "type", None)
+            if t is not None and not t.is_bool():
+                bits = max(bits, t.bits)
+    return max(4, VECTOR_BYTES.get(target, 32) * 8 // bits)
+
+
+def output_estimates(p: Pipeline) -> dict[int, list[tuple[int, int]]]:
+    """(min, extent) per dim of each output: `estimate` / `bound` directives (the auto block's
+    first), else DEFAULT_EXTENTS."""
+    found: dict[int, dict[str, tuple[int, int]]] = {}
+    blocks = sorted(p.schedules.values(), key=lambda s: not s.auto)
+    for s in blocks:
+        for f in p.outputs:
+            for d in s.for_func(f):
+                if d.name in ("estimate", "bound") and d.args[0] not in found.setdefault(id(f), {}):
+                    lo, ext = (_const(a) for a in d.args[1:])
+                    if lo is not None and ext is not None and ext > 0:
+                        found[id(f)][d.args[0]] = (lo, ext)
+    out = {}
+    for f in p.outputs:
+        got = found.get(id(f), {})
+        out[id(f)] = [got.get(a, (0, DEFAULT_EXTENTS[min(i, 2)])) for i, a in enumerate(f.args)]
+    return out
+
+
+def _const(e):
+    if isinstance(e, Const):
+        return int(e.value)
+    if isinstance(e, int):
+        return e
+    return None
+
+
+def _scalar(p: Pipeline, est):
+    first = next(iter(est.values()), [])
+    defaults = {q.name: q.default for q in p.params}
+
+    def scalar(e):
+        if isinstance(e, Param):
+            return defaults.get(e.name)
+        if isinstance(e, BufferProp):
+            # inputs estimated as large as the first output
+            if e.what == "min":
+                return 0
+            return first[e.dim][1] if e.dim < len(first) else DEFAULT_EXTENTS[2]
+        return None
+    return scalar
+
+
+def analyse(p: Pipeline, target: str = "host") -> dict[int, _Stage]:
+    """Each Func's estimated region (bounds inference over intervals, from the outputs'
+    estimates) and its callers."""
+    est = output_estimates(p)
+    funcs = topo_order(p.outputs)
+    stages = {id(f): _Stage(f, p.names.get(id(f)), [[math.inf, -math.inf] for _ in f.args]) for f in funcs}
+    for f in p.outputs:
+        stages[id(f)].region = [[lo, lo + ext - 1] for lo, ext in est[id(f)]]
+    scalar = _scalar(p, est)
+    for g in reversed(funcs):             # consumers first: a region is whole before its reads are
+        sg = stages[id(g)]
+        for d, (lo, hi) in enumerate(sg.region):
+            if lo > hi:                   # read nowhere we could tell: a default size
+                sg.region[d] = [0, DEFAULT_EXTENTS[min(d, 2)] - 1]
+        env = BoundsEnv({a: tuple(sg.region[d]) for d, a in enumerate(g.args)}, {}, scalar)
+        defs = [(list(g.values or []), None)]
+        for u in g.updates:
+            if u.rdom is not None:
+                for i, (lo, ext) in enumerate(u.rdom.bounds):
+                    a, b = interval(lo, env), interval(ext, env)
+                    env.rvars[(id(u.rdom), i)] = (a[0], a[1] + b[1] - 1)
+            defs.append((u.values + u.args, u))
+            for d, a in enumerate(u.args):       # a scatter widens the Func's own region
+                if d < len(sg.region):
+                    lo, hi = interval(a, env)
+                    sg.region[d] = [min(sg.region[d][0], lo), max(sg.region[d][1], hi)]
+        for exprs, _u in defs:
+            for c in calls_in(exprs):
+                if not isinstance(c, FuncCall) or c.func is g:
+                    continue
+                sf = stages[id(c.func)]
+                if g not in sf.consumers:
+                    sf.consumers.append(g)
+                sf.calls.append(c)
+                for d, a in enumerate(c.args):
+                    lo, hi = interval(a, env)
+                    lo, hi = max(lo, -MAX_EXTENT), min(hi, MAX_EXTENT)
+                    sf.region[d] = [min(sf.region[d][0], lo), max(sf.region[d][1], hi)]
+    return stages
+
+
+EXPENSIVE = {"exp", "log", "pow", "sin", "cos", "tan", "atan", "atan2", "sqrt", "tanh", "sinh", "cosh",
+             "asin", "acos", "erf", "fast_exp", "fast_log", "fast_pow"}
+
+
+def _cost(f: Func) -> int:
+    """Operations of f's pure definition: a load counts once (not its index arithmetic), a
+    transcendental function ten times."""
+    n, seen = 0, set()
+    todo = list(f.values or [])
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        n += 10 if getattr(e, "name", None) in EXPENSIVE else 1
+        if not isinstance(e, (FuncCall, InputCall)):
+            todo += list(e.children())
+    return n
+
+
+def _arg_kind(a) -> str:
+    """'var' (x), 'shift' (x + 3, x + r.x), 'const', 'data' (reads a Func or input), or
+    'other' (resampling, x / 2, clamps)."""
+    nodes = list(walk(a))
+    if any(isinstance(n, (FuncCall, InputCall)) for n in nodes):
+        return "data"
+    if isinstance(a, Var):
+        return "var"
+    if isinstance(a, Const):
+        return "const"
+    if all(isinstance(n, (Var, RVar, Const)) or getattr(n, "op", None) in ("+", "-") for n in nodes) \
+            and sum(isinstance(n, Var) for n in nodes) <= 1:
+        return "shift"
+    return "other"
+
+
+def _points(s: _Stage) -> float:
+    return float(math.prod(s.extent(d) for d in range(len(s.f.args)))) or 1.0
+
+
+def decide(p: Pipeline, stages: dict[int, _Stage]) -> None:
+    """compute_root / compute_at / inline for every Func: the 2018 rules, refined by how often
+    inlining would evaluate a Func (`evals`, from the estimated regions) against its size."""
+    funcs = topo_order(p.outputs)
+    for f in p.outputs:
+        stages[id(f)].choice = "output"
+    evals: dict[int, float] = {}
+    for f in reversed(funcs):
+        s = stages[id(f)]
+        # how many times f is evaluated if inlined into what reads it
+        n = 0.0
+        for g in s.consumers:
+            per = evals[id(g)] if stages[id(g)].choice in ("inline", "default") else _points(stages[id(g)])
+            for c in _direct_calls(g):
+                if c.func is f:
+                    rv = {id(r.rdom): r for a in c.args for r in walk(a) if isinstance(r, RVar)}
+                    n += per * (SMALL if rv else 1)
+        evals[id(f)] = n
+        if s.choice == "output":
+            continue
+        if s.name is None or f.implicit:
+            # an unnamed helper or a boundary condition: the defaults decide (inline)
+            s.choice = "default"
+            continue
+        kinds = {_arg_kind(a) for c in s.calls for a in c.args}
+        ratio = n / _points(s)
+        cost = _cost(f)
+        constant = all(not any(isinstance(v, Var) for a in c.args for v in walk(a)) for c in s.calls)
+        if f.updates or "data" in kinds:
+            s.choice = "root"             # reduces, scatters, or is read at computed places
+        elif constant and cost > 4:
+            s.choice = "root"             # read at the same few points everywhere: a table
+        elif ratio <= 1.01 or (ratio <= 2.5 and cost <= 2 * CHEAP) or (ratio <= 4 and cost <= 3):
+            s.choice = "inline"           # computed about once per point anyway, or as cheap as a load
+        else:
+            s.choice = "root"
+        if s.choice == "inline":
+            evals[id(f)] = n
+    # a stencil producer read by one tiled consumer: computed per tile of that consumer
+    for f in reversed(funcs):
+        s = stages[id(f)]
+        if s.choice != "root" or f.updates or not _large_dims(s):
+            continue
+        users = _scheduled_users(f, stages)
+        if len(users) != 1:
+            continue
+        g = stages[id(users[0])]
+        kinds = {_arg_kind(a) for c in _reads_through_inlined(f, users[0], stages) for a in c.args}
+        if not kinds <= {"var", "shift", "const"}:
+            continue
+        if g.choice in ("output", "root") and len(_large_dims(g)) >= 2 and not g.f.updates:
+            s.choice, s.at = "at", (g.f, g.f.args[_large_dims(g)[0]])
+        elif g.choice == "at":
+            s.choice, s.at = "at", g.at
+
+
+def _scheduled_users(f: Func, stages) -> list[Func]:
+    """The Funcs computing what f is read for: its consumers, through inlined ones."""
+    out, seen, todo = [], set(), list(stages[id(f)].consumers)
+    while todo:
+        g = todo.pop()
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        if stages[id(g)].choice in ("inline", "default") and g not in out:
+            todo += stages[id(g)].consumers
+        elif g not in out:
+            out.append(g)
+    return out
+
+
+def _reads_through_inlined(f: Func, user: Func, stages, seen=None) -> list[FuncCall]:
+    """f's calls on the way to `user` (those of the inlined Funcs between them included)."""
+    seen = set() if seen is None else seen
+    if id(f) in seen:
+        return []
+    seen.add(id(f))
+    out = []
+    for g in stages[id(f)].consumers:
+        out += [c for c in stages[id(f)].calls if c in _direct_calls(g)]
+        if g is not user:
+            out += _reads_through_inlined(g, user, stages, seen)
+    return out
+
+
+_CALLS: dict[int, tuple] = {}
+
+
+def _direct_calls(g: Func) -> set:
+    got = _CALLS.get(id(g))
+    if got is None or got[0] is not g:
+        got = (g, {c for c in calls_in(definition_exprs(g)) if isinstance(c, FuncCall)})
+        _CALLS[id(g)] = got
+    return got[1]
+
+
+def _large_dims(s: _Stage) -> list[int]:
+    return [d for d in range(len(s.f.args)) if s.extent(d) > SMALL]
+
+
+def _loops(s: _Stage, p: Pipeline, target: str, tiled: bool) -> list[str]:
+    """Directives shaping one computed stage's pure loops: tiles of TILE_Y rows and 8 vectors
+    when something is computed per tile, the tiles (else rows, in tasks of ~16K points) in
+    parallel, the innermost large dim vectorized."""
+    vec = vector_width(s.f, target)
+    large = _large_dims(s)
+    tile = (max(8 * vec, 64), TILE_Y) if tiled else None
+    par = None
+    if s.choice != "at" and len(large) >= 2 and _points(s) >= 64 * 64:
+        rows = _points(s) / s.extent(large[-1])
+        par = max(1, min(64, -(-16384 // max(1, int(rows)))))
+    return loop_directives(s, vec, tile, par)
+
+
+def loop_directives(s: _Stage, vec: int, tile: tuple | None, par: int | None) -> list[str]:
+    """reorder / tile / vectorize / parallel of one stage's pure loops: `tile` (w, h) over its
+    two outer large dims, `vec` lanes of the innermost (0: none), `par` the outermost large dim
+    in parallel in tasks of that many rows (None: serial)."""
+    f = s.f
+    large = _large_dims(s)
+    small = [d for d in range(len(f.args)) if d not in large]
+    out = []
+    if not large:
+        return out
+    x = f.args[large[0]]
+    if small and (s.choice == "output" or large[0] != 0):
+        # channel-like dims innermost for an output (interleaved), else just inside x
+        order = [f.args[d] for d in small] + [f.args[d] for d in large]
+        out.append(f"reorder({', '.join(order)})")
+    elif small and len(large) >= 2:
+        order = [x] + [f.args[d] for d in small] + [f.args[d] for d in large[1:]]
+        out.append(f"reorder({', '.join(order)})")
+    outer = f.args[large[-1]]
+    if tile is not None and len(large) >= 2:
+        y = f.args[large[1]]
+        out.append(f"tile({x}, {y}, {x}_i, {y}_i, {tile[0]}, {tile[1]})")
+        if vec:
+            out.append(f"vectorize({x}_i, {vec})")
+        if par is not None:
+            out.append(f"parallel({outer})")
+        return out
+    if vec and s.extent(large[0]) >= vec:
+        out.append(f"vectorize({x}, {vec})")
+    if par is not None and len(large) >= 2:
+        out.append(f"parallel({outer}, {par})" if par > 1 else f"parallel({outer})")
+    return out
+
+
+def _update_loops(s: _Stage, i: int) -> list[str]:
+    f = s.f
+    u = f.updates[i]
+    pure = [a for _, a in pure_positions(f, u)]
+    large = [a for a in pure if s.extent(f.args.index(a)) > SMALL]
+    if large and math.prod(s.extent(f.args.index(a)) for a in large) >= 64 * 64:
+        return [f"parallel({large[-1]})"]
+    return []
+
+
+def estimate_lines(p: Pipeline) -> list[str]:
+    est = output_estimates(p)
+    return [f"{p.names.get(id(f), f.name)}.estimate({a}, {lo}, {ext})"
+            for f in p.outputs for a, (lo, ext) in zip(f.args, est[id(f)])]
+
+
+def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
+    """The automatic schedule's chains, by the name of the Func they schedule (consumers first)."""
+    rules_for(target)
+    stages = analyse(p, target)
+    decide(p, stages)
+    tiled_roots = {id(s.at[0]) for s in stages.values() if s.choice == "at"}
+    genes: dict[str, list[str]] = {}
+    for f in reversed(topo_order(p.outputs)):
+        s = stages[id(f)]
+        if s.name is None or s.choice == "default":
+            continue
+        lines, chain = [], []
+        if s.choice == "inline":
+            if f.updates:
+                continue
+            chain.append("compute_inline()")
+        elif s.choice == "root":
+            chain.append("compute_root()")
+        elif s.choice == "at":
+            g, v = s.at
+            chain.append(f"compute_at({p.names.get(id(g), g.name)}, {v})")
+        if s.choice != "inline":
+            chain += _loops(s, p, target, tiled=id(f) in tiled_roots)
+        if chain:
+            lines.append(f"{s.name}." + ".".join(chain))
+        if s.choice in ("root", "output"):
+            for i in range(len(f.updates)):
+                ul = _update_loops(s, i)
+                if ul:
+                    lines.append(f"{s.name}.update({i})." + ".".join(ul))
+        genes[s.name] = lines
+    return genes
+
+
+def auto_text(p: Pipeline, target: str = "host") -> str:
+    """The automatic schedule for `target`, as schedule text (one chain a line)."""
+    genes = auto_genes(p, target)
+    return "\n".join(estimate_lines(p) + [line for lines in genes.values() for line in lines]) + "\n"
+
+
+def rules_for(target: str) -> None:
+    """The hook for targets: the CPU rules above serve every CPU target; a GPU target
+    (cuda, opengl) needs gpu_tile rules of its own (the 2018 paper's 16x16x4 tiles)."""
+    if target.split("-fast_math")[0] not in CPU_TARGETS:
+        raise HdslError(f"the automatic scheduler has no rules for target '{target}' yet", None,
+                        "it schedules for the CPU (host, x86-64-avx2, x86-64-avx512); write a "
+                        "`schedule NAME { ... }` block for this target")
+
+
+def auto_schedule(p: Pipeline, target: str = "host") -> Schedule:
+    """The automatic schedule as a Schedule of p's Funcs (cached on p per target)."""
+    base = target[: -len("-fast_math")] if target.endswith("-fast_math") else target
+    cache = p.__dict__.setdefault("_auto_schedules", {})
+    if base not in cache:
+        text = auto_text(p, base)
+        try:
+            sched = p.record_text(text, "generated")
+        except HdslError as e:       # a rule broke a check: a bug here, said as such
+            raise AssertionError(f"the automatic schedule of '{p.name}' was refused:\n{e.render()}\n{text}")
+        sched.name, sched.auto, sched.text = "auto", True, text
+        cache[base] = sched
+    return cache[base]
+
+
+# ---- schedule text from a Schedule (`hdsl schedule FILE --schedule NAME`) ------------------------
+
+def _arg_text(p: Pipeline, a) -> str:
+    if isinstance(a, Func):
+        return p.names.get(id(a), a.name)
+    if isinstance(a, bool):
+        return str(a).lower()
+    if isinstance(a, (int, str)):
+        return str(a)
+    return expr_str(a)
+
+
+def schedule_text(p: Pipeline, sched: Schedule) -> str:
+    """A recorded schedule as text that records to the same directives: one chain per Func
+    and stage, in the order written."""
+    if getattr(sched, "text", None) is not None:
+        return sched.text
+    lines = []
+    for fid, ds in sched.directives.items():
+        f = sched.funcs[fid]
+        name = p.names.get(fid)
+        if name is None:
+            raise HdslError(f"the schedule names '{f.name}', which no name in the file reaches", None)
+        stage, chain = None, []
+        for d in ds:
+            if d.stage != stage and chain:
+                lines.append(name + ("" if stage < 0 else f".update({stage})") + "." + ".".join(chain))
+                chain = []
+            stage = d.stage
+            args = [_arg_text(p, a) for a in d.args] + ([d.tail] if d.tail else [])
+            chain.append(f"{d.name}({', '.join(args)})")
+        if chain:
+            lines.append(name + ("" if stage < 0 else f".update({stage})") + "." + ".".join(chain))
+    return "\n".join(lines) + "\n"
+
+
+def block_text(text: str, name: str, comment: str | None = None) -> str:
+    body = "".join(f"    {line}\n" for line in text.splitlines() if line.strip())
+    head = f"# {comment}\n" if comment else ""
+    return f"{head}schedule {name} {{\n{body}}}\n"

@@ -1,0 +1,331 @@
+"""`hdsl tune FILE`: the 2013 paper's stochastic search over schedules.
+
+Ragan-Kelley et al., "Halide: a language and compiler for optimizing parallelism,
+locality, and recomputation in image processing pipelines" (PLDI 2013), section 5:
+a genetic search whose individuals are schedules, one gene per Func. A generation
+keeps its best (elitism), fills the rest by two-point crossover between the Funcs of
+two parents picked by tournament selection, by mutation of one Func's gene, and by
+fresh individuals: "reasonable" ones (the automatic scheduler's rules with random
+tile sizes, vector widths and task sizes) and random ones. The first generation is
+seeded with the automatic schedule and every schedule block of the file.
+
+Each candidate is elaborated from the file's text with the candidate appended as a
+block (so it passes every check a block written by hand gets), compiled, run and
+timed in a worker process with a time limit; a candidate that is refused, crashes,
+runs out of time, or whose output differs from the reference evaluator's, is
+rejected. The best is written into the file as a named `schedule` block with its
+measured time (hdsl/runtime/files.py write_atomic).
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.func import Pipeline
+from hdsl.schedule.auto import (SMALL, _large_dims, _Stage, analyse, auto_genes, block_text, decide,
+                                estimate_lines, loop_directives, schedule_text, vector_width)
+from hdsl.schedule.record import GPU_SCHEDULES
+
+Genome = dict      # Func name -> its chains (a list of lines); a name absent: the defaults
+
+
+@dataclass
+class Result:
+    genome: Genome
+    time_ms: float            # math.inf when rejected
+    why: str = ""             # why it was rejected
+    origin: str = ""
+
+
+def genome_text(p: Pipeline, genome: Genome) -> str:
+    return "\n".join(estimate_lines(p) + [line for name in sorted(genome) for line in genome[name]]) + "\n"
+
+
+def split_by_func(p: Pipeline, text: str) -> Genome:
+    """Schedule text -> its chains grouped by the Func each one schedules."""
+    genome: Genome = {}
+    names = set(p.names.values())
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or ".estimate(" in line:
+            continue
+        head = line.split(".update(")[0]
+        # the longest known name the line starts with (sharp.unsharp_blur.gauss_x)
+        name = max((n for n in names if head.startswith(n + ".")), key=len, default=None)
+        if name is not None:
+            genome.setdefault(name, []).append(line)
+    return genome
+
+
+class Space:
+    """The genes a Func can take: inline, root or inside a consumer, and the loops' shapes."""
+
+    def __init__(self, p: Pipeline, target: str, rng: random.Random):
+        self.p, self.target, self.rng = p, target, rng
+        self.stages = analyse(p, target)
+        decide(p, self.stages)
+        self.order = [s for s in self.stages.values() if s.name is not None and s.choice != "default"]
+
+    def reasonable(self) -> Genome:
+        """The automatic scheduler's choices of where to compute, with random loop shapes."""
+        genome = {}
+        for s in self.order:
+            genome[s.name] = self.gene(s, s.choice if s.choice != "output" else "output", s.at)
+        return genome
+
+    def random(self) -> Genome:
+        return {s.name: self.random_gene(s) for s in self.order}
+
+    def random_gene(self, s: _Stage) -> list[str]:
+        if s.choice == "output":
+            return self.gene(s, "output", None)
+        options = ["root"] + ([] if s.f.updates else ["inline"])
+        ats = self._at_options(s)
+        if ats and not s.f.updates:
+            options.append("at")
+        choice = self.rng.choice(options)
+        return self.gene(s, choice, self.rng.choice(ats) if choice == "at" else None)
+
+    def _at_options(self, s: _Stage) -> list[tuple]:
+        out = []
+        for g in s.consumers:
+            sg = self.stages[id(g)]
+            if sg.name is not None and sg.choice not in ("default",):
+                large = _large_dims(sg)
+                for d in large[:2]:
+                    out.append((g, g.args[d]))
+        return out
+
+    def gene(self, s: _Stage, choice: str, at) -> list[str]:
+        rng = self.rng
+        if choice == "inline":
+            return [f"{s.name}.compute_inline()"] if not s.f.updates else []
+        chain = []
+        if choice == "root":
+            chain.append("compute_root()")
+        elif choice == "at":
+            g, v = at
+            chain.append(f"compute_at({self.p.names.get(id(g), g.name)}, {v})")
+        vec = rng.choice([0, vector_width(s.f, self.target) // 2, vector_width(s.f, self.target),
+                          vector_width(s.f, self.target) * 2])
+        tile = (rng.choice([16, 32, 64, 128, 256]), rng.choice([8, 16, 32, 64])) if rng.random() < 0.5 else None
+        par = None if choice == "at" or rng.random() < 0.15 else rng.choice([1, 2, 4, 8, 16])
+        chain += loop_directives(s, vec, tile, par)
+        lines = [f"{s.name}." + ".".join(chain)] if chain else []
+        if choice != "inline":
+            for i, u in enumerate(s.f.updates):
+                if rng.random() < 0.5:
+                    from hdsl.ir.func import pure_positions
+                    pure = [a for _, a in pure_positions(s.f, u) if s.extent(s.f.args.index(a)) > SMALL]
+                    if pure:
+                        lines.append(f"{s.name}.update({i}).parallel({pure[-1]})")
+        return lines
+
+    def mutate(self, genome: Genome) -> Genome:
+        out = dict(genome)
+        s = self.rng.choice(self.order)
+        if self.rng.random() < 0.5 and s.choice != "output":
+            out[s.name] = self.random_gene(s)
+        else:   # the same place, other loop shapes
+            where = "output" if s.choice == "output" else _where(out.get(s.name, []))
+            at = None
+            if where == "at":
+                ats = self._at_options(s)
+                if not ats:
+                    where = "root"
+                else:
+                    at = self.rng.choice(ats)
+            out[s.name] = self.gene(s, where, at)
+        return out
+
+    def crossover(self, a: Genome, b: Genome) -> Genome:
+        """Two-point crossover over the Funcs in pipeline order."""
+        names = [s.name for s in self.order]
+        i, j = sorted(self.rng.sample(range(len(names) + 1), 2)) if len(names) > 1 else (0, len(names))
+        child = {}
+        for k, n in enumerate(names):
+            src = b if i <= k < j else a
+            if n in src:
+                child[n] = src[n]
+        return child
+
+
+def _where(lines: list[str]) -> str:
+    text = " ".join(lines)
+    if "compute_inline" in text:
+        return "inline"
+    if "compute_at" in text:
+        return "at"
+    return "root"
+
+
+# ---- the worker: compile, check, time ------------------------------------------------------------
+
+def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs):
+    try:
+        from hdsl.api import Pipeline as Api
+        from hdsl.frontend.elaborate import check_source
+        ir = check_source(source + "\n" + block, filename)
+        name = re.match(r"(?:#[^\n]*\n)*schedule (\w+)", block).group(1)
+        api = Api(ir)
+        c = api.compile("host", schedule=name)
+        got = c.realize(sizes, **inputs, **params)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, e in zip(got, expected):
+            if g.shape != e.shape or not np.array_equal(g, e, equal_nan=True):
+                conn.send(("wrong", "its output differs from the reference evaluator's"))
+                return
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            c.realize(sizes, **inputs, **params)
+            times.append(time.perf_counter() - t0)
+        conn.send(("ok", float(np.median(times)) * 1e3))
+    except HdslError as e:
+        conn.send(("refused", e.diagnostics[0].message if e.diagnostics else str(e)))
+    except Exception as e:       # a candidate must never take the search down
+        conn.send(("crashed", f"{type(e).__name__}: {e}"))
+
+
+def measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s) -> tuple[str, object]:
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(child, source, filename, block, inputs, params, sizes, expected,
+                                             runs))
+    proc.start()
+    child.close()
+    if parent.poll(limit_s):
+        try:
+            out = parent.recv()
+        except EOFError:
+            out = ("crashed", "the worker died")
+    else:
+        out = ("timeout", f"took longer than {limit_s:g} s")
+    if proc.is_alive():
+        proc.kill()
+    proc.join()
+    if out[0] == "ok" or proc.exitcode in (0, None) or out[0] != "crashed":
+        return out
+    return ("crashed", f"the worker exited with {proc.exitcode}")
+
+
+# ---- the search ----------------------------------------------------------------------------------
+
+def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expected, *, trials: int = 40,
+         minutes: float | None = None, population: int = 8, elite: int = 2, seed: int = 0, runs: int = 5,
+         limit_s: float = 60.0, progress=None) -> tuple[Result, list[Result]]:
+    """The best schedule found within the budget, and every candidate measured (in order)."""
+    rng = random.Random(seed)
+    space = Space(p, "host", rng)
+    deadline = time.monotonic() + minutes * 60 if minutes else math.inf
+    seen: dict[str, Result] = {}
+    history: list[Result] = []
+
+    def evaluate(genome: Genome, origin: str) -> Result:
+        text = genome_text(p, genome)
+        if text in seen:
+            return seen[text]
+        block = block_text(text, "hdsl_tune_candidate")
+        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s)
+        r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
+                   origin)
+        seen[text] = r
+        history.append(r)
+        if progress:
+            progress(r, history)
+        return r
+
+    def budget_left() -> bool:
+        return len(history) < trials and time.monotonic() < deadline
+
+    seeds = [("auto", auto_genes(p, "host"))]
+    for name, sched in p.schedules.items():
+        if name in GPU_SCHEDULES or sched.auto or not sched.directives:
+            continue
+        try:
+            seeds.append((f"schedule {name}" if name else "the default schedule",
+                          split_by_func(p, schedule_text(p, sched))))
+        except HdslError:
+            continue
+    pop: list[Result] = []
+    for origin, g in seeds:
+        if budget_left():
+            pop.append(evaluate(g, origin))
+    while budget_left() and len(pop) < population:
+        origin = "reasonable" if rng.random() < 0.7 else "random"
+        pop.append(evaluate(space.reasonable() if origin == "reasonable" else space.random(), origin))
+    while budget_left():
+        pop.sort(key=lambda r: r.time_ms)
+        nxt = pop[:elite]
+
+        def pick() -> Result:
+            return min(rng.sample(pop, min(3, len(pop))), key=lambda r: r.time_ms)
+        while len(nxt) < population and budget_left():
+            roll = rng.random()
+            if roll < 0.4:
+                g, origin = space.crossover(pick().genome, pick().genome), "crossover"
+            elif roll < 0.8:
+                g, origin = space.mutate(pick().genome), "mutation"
+            elif roll < 0.9:
+                g, origin = space.reasonable(), "reasonable"
+            else:
+                g, origin = space.random(), "random"
+            nxt.append(evaluate(g, origin))
+        pop = nxt
+    best = min(history, key=lambda r: r.time_ms) if history else None
+    return best, history
+
+
+def write_block(path: str, text: str, name: str, comment: str) -> None:
+    """Put `schedule NAME { ... }` (with its comment line) into the file at path, replacing
+    a block of that name written by an earlier run."""
+    from pathlib import Path
+
+    from hdsl.runtime.files import write_atomic
+    old = Path(path).read_text()
+    lines = old.splitlines(keepends=True)
+    out, skip = [], False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if re.match(rf"schedule\s+{re.escape(name)}\s*\{{", line):
+            while out and out[-1].startswith("# hdsl tune"):
+                out.pop()
+            skip = True
+        if not skip:
+            out.append(line)
+        elif line.rstrip() == "}":
+            skip = False
+        i += 1
+    body = "".join(out)
+    if body and not body.endswith("\n"):
+        body += "\n"
+    if body and not body.endswith("\n\n"):
+        body += "\n"
+    write_atomic(path, (body + block_text(text, name, comment)).encode())
+
+
+def progress_line(trials: int, stream=None):
+    """A progress bar on one line (stderr): trials done, the best and the last time."""
+    start = time.monotonic()
+
+    def show(r: Result, history: list[Result]):
+        out = stream or sys.stderr
+        best = min(h.time_ms for h in history)
+        done = len(history)
+        width = 20
+        bar = "#" * int(width * min(done, trials) / max(trials, 1))
+        best_s = f"{best:.3f} ms" if best < math.inf else "none yet"
+        this = f"{r.time_ms:.3f} ms" if r.time_ms < math.inf else r.why.split(":")[0]
+        out.write(f"\r[{bar:<{width}}] {done}/{trials}  best {best_s}  last {this} ({r.origin})  "
+                     f"{time.monotonic() - start:.0f} s   ")
+        out.flush()
+    return show

@@ -1,0 +1,105 @@
+"""`hdsl tune`: the 2013 paper's stochastic search, on a tiny budget. The block it writes
+parses, runs and equals the evaluator; elitism keeps the best, so its time is at most each
+seed's measured time; candidates that break a rule or run out of time are rejected."""
+from __future__ import annotations
+
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+
+import hdsl
+from hdsl.cli import main
+from hdsl.schedule.auto import block_text
+from hdsl.schedule.tune import Space, genome_text, measure, split_by_func, tune, write_block
+
+from .auto_inputs import EX
+
+
+def _blur(tmp_path):
+    path = tmp_path / "blur.hl"
+    path.write_text((EX / "blur.hl").read_text())
+    return path
+
+
+def _inputs(seed, w=48, h=32):
+    return {"img": np.random.default_rng(seed).integers(0, 65536, (h, w)).astype(np.uint16)}
+
+
+def test_tune_keeps_the_best_and_writes_a_block_that_equals_the_evaluator(tmp_path):
+    path = _blur(tmp_path)
+    p = hdsl.load(path)
+    inputs = _inputs(0)
+    expected = (p(**inputs),)
+    best, history = tune(p.ir, path.read_text(), str(path), inputs, {}, [48, 32], expected, trials=6,
+                         population=4, elite=1, runs=3, seed=1)
+    origins = [r.origin for r in history]
+    assert origins[:2] == ["auto", "the default schedule"]        # the seeds come first
+    assert len(history) == 6
+    seeds = [r.time_ms for r in history[:2]]
+    assert all(math.isfinite(t) for t in seeds)
+    assert best.time_ms <= min(seeds)
+    write_block(str(path), genome_text(p.ir, best.genome), "tuned", f"hdsl tune: {best.time_ms:.3f} ms")
+    text = path.read_text()
+    assert text.count("schedule tuned {") == 1 and f"# hdsl tune: {best.time_ms:.3f} ms\nschedule tuned {{" in text
+    q = hdsl.load(path)
+    c = q.compile("host", schedule="tuned")
+    other = _inputs(5, 37, 23)
+    assert np.array_equal(c(**other), q(**other))
+
+
+def test_rejected_candidates(tmp_path):
+    """A block the checks refuse, and one over its time limit, are rejected with the reason."""
+    path = _blur(tmp_path)
+    p = hdsl.load(path)
+    inputs = _inputs(1)
+    expected = (p(**inputs),)
+    src = path.read_text()
+    status, why = measure(src, str(path), block_text("out.compute_at(blur_x, x)", "bad"), inputs, {}, [48, 32],
+                          expected, 1, 60)
+    assert status == "refused" and "computed at the root" in why
+    status, why = measure(src, str(path), block_text("out.parallel(y)", "slow"), inputs, {}, [48, 32],
+                          expected, 1, 0.001)
+    assert status == "timeout"
+    # a candidate whose output is not the evaluator's: compared against a wrong expectation
+    status, why = measure(src, str(path), block_text("out.parallel(y)", "ok"), inputs, {}, [48, 32],
+                          (expected[0] + np.uint16(1),), 1, 60)
+    assert status == "wrong"
+
+
+def test_two_point_crossover_takes_a_run_of_funcs_from_the_other_parent():
+    p = hdsl.load(EX / "local_laplacian.hl")
+    space = Space(p.ir, "host", random.Random(3))
+    names = [s.name for s in space.order]
+    a = {n: [f"a:{n}"] for n in names}
+    b = {n: [f"b:{n}"] for n in names}
+    for _ in range(20):
+        child = space.crossover(a, b)
+        marks = "".join(child[n][0][0] for n in names)
+        # a...a b...b a...a: at most two switches
+        assert re.fullmatch(r"a*b*a*", marks)
+    assert any("b" in "".join(space.crossover(a, b)[n][0][0] for n in names) for _ in range(5))
+
+
+def test_file_schedules_split_into_genes():
+    p = hdsl.load(EX / "unsharp.hl")
+    from hdsl.schedule.auto import schedule_text
+    g = split_by_func(p.ir, schedule_text(p.ir, p.ir.schedules[None]))
+    assert g["sharp.unsharp_blur.gauss_w"] == ["sharp.unsharp_blur.gauss_w.compute_root()"]
+    assert g["out"][0].startswith("out.tile(x, y, xi, yi, 128, 64)")
+
+
+def test_tune_from_the_command_line(tmp_path, capsys):
+    path = _blur(tmp_path)
+    for _ in range(2):           # a second run replaces the block
+        assert main(["tune", str(path), "--trials", "3", "--size", "40,30", "--seed", "2"]) == 0
+    out = capsys.readouterr()
+    assert "wrote schedule tuned" in out.out and "3/3" in out.err
+    text = path.read_text()
+    assert text.count("schedule tuned {") == 1 and text.count("# hdsl tune: ") == 1
+    assert re.search(r"# hdsl tune: \d+\.\d+ ms \(median\) on 40x30, host", text)
+    q = hdsl.load(path)
+    other = _inputs(7, 21, 19)
+    assert np.array_equal(q.compile("host", schedule="tuned")(**other), q(**other))
