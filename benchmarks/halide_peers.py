@@ -40,7 +40,29 @@ class Peer:
         return self.to_numpy(np.asarray(self.out_buf))
 
 
-def blur(img: np.ndarray) -> Peer:
+AUTOSCHEDULERS = {"Adams2019": "autoschedule_adams2019", "Mullapudi2016": "autoschedule_mullapudi2016"}
+
+
+def autoschedule(name: str, out, out_extents, image_params, params=()) -> None:
+    """Schedule the unscheduled pipeline ending in `out` with Halide's autoscheduler `name`
+    (Adams2019 with the cost model's weights the wheel ships, or Mullapudi2016), given the
+    estimates a generator would declare: the output's extents, each input's (ImageParam,
+    extents) and each param's (Param, value) (Halide's Func::set_estimates,
+    Param::set_estimate; Pipeline::apply_autoscheduler with parallelism = the threads used)."""
+    import os
+    hl = _hl()
+    hl.load_plugin(os.path.join(os.path.dirname(hl.__file__), "lib64", f"lib{AUTOSCHEDULERS[name]}.so"))
+    out.set_estimates([hl.Range(0, e) for e in out_extents])
+    for ip, extents in image_params:
+        ip.set_estimates([hl.Range(0, e) for e in extents])
+    for prm, value in params:
+        prm.set_estimate(value)
+    threads = os.environ.get("HL_NUM_THREADS", "2")
+    hl.Pipeline(out).apply_autoscheduler(hl.get_jit_target_from_environment(),
+                                         hl.AutoschedulerParams(name, {"parallelism": threads}))
+
+
+def blur(img: np.ndarray, auto: str | None = None) -> Peer:
     """3x3 box blur of u16, repeated edges, the 2012 paper's tiled schedule (examples/blur.hl)."""
     hl = _hl()
     h, w = img.shape
@@ -50,8 +72,11 @@ def blur(img: np.ndarray) -> Peer:
     bx, out = hl.Func("blur_x"), hl.Func("out")
     bx[x, y] = (c[x - 1, y] + c[x, y] + c[x + 1, y]) / 3
     out[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
-    out.tile(x, y, xi, yi, 256, 32).vectorize(xi, 16).parallel(y)
-    bx.compute_at(out, x).vectorize(x, 16)
+    if auto:
+        autoschedule(auto, out, [w, h], [(inp, [w, h])])
+    else:
+        out.tile(x, y, xi, yi, 256, 32).vectorize(xi, 16).parallel(y)
+        bx.compute_at(out, x).vectorize(x, 16)
     inp.set(hl.Buffer(img))
     return Peer(out, hl.Buffer(hl.UInt(16), [w, h]), [img], lambda a: a)
 
@@ -101,7 +126,7 @@ def iir(img: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
 
 
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
-                    strict: bool = False, schedule: bool = True) -> Peer:
+                    strict: bool = False, schedule: bool = True, auto: str | None = None) -> Peer:
     """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/local_laplacian/local_laplacian_generator.cpp lines 18-87 with its downsample and
     upsample (lines 266-282), J = pyramid_levels = 8 (line 10); levels, alpha and beta are the
@@ -178,8 +203,12 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
     output = hl.Func("output")
     output[x, y, c] = hl.cast(hl.UInt(16), hl.clamp(color[x, y, c], 0.0, 65535.0))
 
-    remap.compute_root()
-    if schedule:               # the app's CPU schedule
+    h, w, _ = img.shape
+    if auto:                   # Halide's autoscheduler instead (auto: its name)
+        autoschedule(auto, output, [w, h, 3], [(inp, [w, h, 3])], [(p_levels, levels), (p_alpha, alpha),
+                                                                   (p_beta, beta)])
+    elif schedule:             # the app's CPU schedule
+        remap.compute_root()
         output.reorder(c, x, y).split(y, yo, y, 64).parallel(yo).vectorize(x, 8)
         gray.compute_root().parallel(y, 32).vectorize(x, 8)
         for j in range(1, 5):
@@ -192,6 +221,7 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
             gP[j].compute_root().parallel(k)
             outG[j].compute_root()
     else:
+        remap.compute_root()
         gray.compute_root()
         for j in range(1, J):
             inG[j].compute_root()
@@ -203,7 +233,8 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
     return Peer(output, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)
 
 
-def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True) -> Peer:
+def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True,
+                   auto: str | None = None) -> Peer:
     """Halide's apps/bilateral_grid at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/bilateral_grid/bilateral_grid_generator.cpp lines 14-67, s_sigma = 8 (line 8), r_sigma an
     Input (line 11; its estimate and the app's Makefile use 0.1). schedule=True: the app's CPU
@@ -246,7 +277,9 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
         zf)
     out = hl.Func("bilateral_grid")
     out[x, y] = interpolated[x, y, 0] / interpolated[x, y, 1]
-    if schedule:
+    if auto:
+        autoschedule(auto, out, [w, h], [(inp, [w, h])], [(rs, r_sigma)])
+    elif schedule:
         blurz.compute_at(blurx, y).reorder(c, z, x, y).vectorize(x, 8).unroll(c)
         histogram.compute_at(blurz, y)
         histogram.update().reorder(c, r.x, r.y, x, y).unroll(c)
@@ -264,7 +297,8 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
 
 def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
                 gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
-                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None) -> Peer:
+                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None,
+                auto: str | None = None) -> Peer:
     """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/camera_pipe/camera_pipe_generator.cpp: avg, blur121 and the interleaves (lines 15-35),
     the demosaic (57-146), hot-pixel suppression (240-249), deinterleave (251-261), colour
@@ -376,9 +410,17 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     mask[x, y, c] = hl.cast(hl.Int(16), curved[x, y, c]) - hl.cast(hl.Int(16), unsharp[x, y, c])
     sharpened[x, y, c] = hl.u8_sat(curved[x, y, c] + (mask[x, y, c] * s32[()]) // 32)
 
-    for f in (matrix, curve, s32):
-        f.compute_root()
-    if schedule:               # examples/camera_pipe.hl's schedule, directive for directive
+    if auto:
+        rh, rw = raw.shape
+        autoschedule(auto, sharpened, [w, h, 3], [(inp, [rw, rh]), (mat32, [4, 3]), (mat70, [4, 3])],
+                     [(p_ct, color_temp), (p_gamma, gamma), (p_contrast, contrast),
+                      (p_sharpen, sharpen_strength), (p_black, blackLevel), (p_white, whiteLevel)])
+    else:
+        for f in (matrix, curve, s32):
+            f.compute_root()
+    if auto:
+        pass
+    elif schedule:             # examples/camera_pipe.hl's schedule, directive for directive
         ys, yii, yo, yi, xo, yo2, xi, yi2 = (hl.Var(n) for n in ("ys", "yii", "yo", "yi", "xo", "yo2", "xi", "yi2"))
         sharpened.bound(c, 0, 3).reorder(c, x, y).split(y, ys, yii, 2).split(ys, yo, yi, 16) \
             .vectorize(x, 32).unroll(c).parallel(yo)
@@ -402,7 +444,8 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     return Peer(sharpened, hl.Buffer(hl.UInt(8), [w, h, 3]), keep, lambda a: a.transpose(1, 2, 0), strict)
 
 
-def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bool = False) -> Peer:
+def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bool = False,
+            auto: str | None = None) -> Peer:
     """examples/unsharp.hl (stdlib's separable Gaussian, radius ceil(3 sigma), weights
     exp(-k^2 / 2 sigma^2) summed then normalized by their sum squared) with its schedule.
     img: (H, W) u8."""
@@ -423,16 +466,19 @@ def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bo
     blur[x, y] = hl.sum(weight[r.x] * gx[x, y + r.x]) / (norm * norm)
     sharp[x, y] = hl.f32(c[x, y]) + p_amount * (hl.f32(c[x, y]) - blur[x, y])
     out[x, y] = hl.u8(hl.clamp(hl.round(sharp[x, y]), hl.f32(0.0), hl.f32(255.0)))
-    out.tile(x, y, xi, yi, 128, 64).vectorize(xi, 8).parallel(y)
-    weight.compute_root()
-    blur.compute_at(out, x).vectorize(x, 8)
-    gx.compute_at(out, x).vectorize(x, 8)
+    if auto:
+        autoschedule(auto, out, [w, h], [(inp, [w, h])], [(p_sigma, sigma), (p_amount, amount)])
+    else:
+        out.tile(x, y, xi, yi, 128, 64).vectorize(xi, 8).parallel(y)
+        weight.compute_root()
+        blur.compute_at(out, x).vectorize(x, 8)
+        gx.compute_at(out, x).vectorize(x, 8)
     arr = np.array(img, order="C")          # (a writable copy: Halide refuses read-only arrays)
     inp.set(hl.Buffer(arr))
     return Peer(out, hl.Buffer(hl.UInt(8), [w, h]), [arr], lambda a: a, strict)
 
 
-def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
+def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str | None = None) -> Peer:
     """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/interpolate/interpolate_generator.cpp lines 32-72 (push-pull over L = levels = 10
     levels, line 15; before level 4 the previous level is clamped to
@@ -465,11 +511,14 @@ def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False) -> Peer:
         it[l][x, y, c] = ds[l][x, y, c] + (f(1.0) - ds[l][x, y, 3]) * uy[x, y, c]
     out = hl.Func("out")
     out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
-    for l in range(1, L):
-        ds[l].compute_root().parallel(y).vectorize(x, 8)
-        if l < L - 1:
-            it[l].compute_root().parallel(y).vectorize(x, 8)
-    out.reorder(c, x, y).bound(c, 0, 3).parallel(y).vectorize(x, 8)
+    if auto:
+        autoschedule(auto, out, [w, h, 3], [(inp, [w, h, 4])])
+    else:
+        for l in range(1, L):
+            ds[l].compute_root().parallel(y).vectorize(x, 8)
+            if l < L - 1:
+                it[l].compute_root().parallel(y).vectorize(x, 8)
+        out.reorder(c, x, y).bound(c, 0, 3).parallel(y).vectorize(x, 8)
     planar = np.ascontiguousarray(rgba.transpose(2, 0, 1))
     inp.set(hl.Buffer(planar))
     return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)

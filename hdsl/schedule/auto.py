@@ -40,6 +40,7 @@ from hdsl.ir.printer import expr_str
 DEFAULT_EXTENTS = (1536, 1024, 4)     # an output's dims without an estimate (dims past the third: 4)
 SMALL = 16                 # a dim at most this wide is a channel-like dim: not tiled, not vectorized
 CHEAP = 12                 # expression nodes of a definition cheap enough to inline at every use
+INLINE_BUDGET = 40         # operations per point that recomputing an inlined Func may cost
 TILE_Y = 32
 MAX_EXTENT = 1 << 24
 # the vector register of each CPU target, in bytes (host: AVX2's, which every x86-64 hdsl targets has)
@@ -68,12 +69,18 @@ class _Stage:
 
 def vector_width(f: Func, target: str) -> int:
     """Lanes: the target's vector register over the widest type f's pure definition computes in."""
-    bits = 8
-    for e in f.values or []:
-        for n in walk(e):
-            t = getattr(n, "type", None)
-            if t is not None and not t.is_bool():
-                bits = max(bits, t.bits)
+    bits, seen = 8, set()
+    todo = list(f.values or [])
+    while todo:               # (not the index arithmetic of the loads: that is i32 whatever the data)
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        t = getattr(n, "type", None)
+        if t is not None and not t.is_bool():
+            bits = max(bits, t.bits)
+        if not isinstance(n, (FuncCall, InputCall)):
+            todo += list(n.children())
     return max(4, VECTOR_BYTES.get(target, 32) * 8 // bits)
 
 
@@ -197,6 +204,16 @@ def _arg_kind(a) -> str:
     return "other"
 
 
+def _calls_reduction(f: Func) -> bool:
+    """Whether f's pure definition reads an inline reduction (an unnamed Func with updates)."""
+    return any(isinstance(c, FuncCall) and c.func.implicit and c.func.updates for c in calls_in(f.values or []))
+
+
+def _area(s: _Stage) -> float:
+    """Points over the large dims (not the channels)."""
+    return float(math.prod(s.extent(d) for d in _large_dims(s))) or 1.0
+
+
 def _points(s: _Stage) -> float:
     return float(math.prod(s.extent(d) for d in range(len(s.f.args)))) or 1.0
 
@@ -208,6 +225,7 @@ def decide(p: Pipeline, stages: dict[int, _Stage]) -> None:
     for f in p.outputs:
         stages[id(f)].choice = "output"
     evals: dict[int, float] = {}
+    hard: set[int] = set()        # Funcs that must be computed on their own (reductions, tables)
     for f in reversed(funcs):
         s = stages[id(f)]
         # how many times f is evaluated if inlined into what reads it
@@ -229,32 +247,75 @@ def decide(p: Pipeline, stages: dict[int, _Stage]) -> None:
         ratio = n / _points(s)
         cost = _cost(f)
         constant = all(not any(isinstance(v, Var) for a in c.args for v in walk(a)) for c in s.calls)
-        if f.updates or "data" in kinds:
-            s.choice = "root"             # reduces, scatters, or is read at computed places
+        if f.updates or "data" in kinds or _calls_reduction(f):
+            # reduces, scatters, or is read at computed places; or its value is a reduction
+            # (`sum(...)`): computed on its own, the reduction's loop runs under the vector
+            # loop of its points (inlined, a serial loop per point)
+            s.choice = "root"
+            hard.add(id(f))
         elif constant and cost > 4:
             s.choice = "root"             # read at the same few points everywhere: a table
+            hard.add(id(f))
         elif ratio <= 1.01 or (ratio <= 2.5 and cost <= 2 * CHEAP) or (ratio <= 4 and cost <= 3):
             s.choice = "inline"           # computed about once per point anyway, or as cheap as a load
         else:
             s.choice = "root"
         if s.choice == "inline":
             evals[id(f)] = n
-    # a stencil producer read by one tiled consumer: computed per tile of that consumer
+    # a stencil producer whose readers are all computed per tile of one stage: computed per
+    # tile of that stage too
     for f in reversed(funcs):
         s = stages[id(f)]
         if s.choice != "root" or f.updates or not _large_dims(s):
             continue
         users = _scheduled_users(f, stages)
-        if len(users) != 1:
+        if not users:
             continue
-        g = stages[id(users[0])]
-        kinds = {_arg_kind(a) for c in _reads_through_inlined(f, users[0], stages) for a in c.args}
-        if not kinds <= {"var", "shift", "const"}:
+        kinds = {_arg_kind(a) for u in users for c in _reads_through_inlined(f, u, stages) for a in c.args}
+        if "data" in kinds:
             continue
-        if g.choice in ("output", "root") and len(_large_dims(g)) >= 2 and not g.f.updates:
-            s.choice, s.at = "at", (g.f, g.f.args[_large_dims(g)[0]])
-        elif g.choice == "at":
-            s.choice, s.at = "at", g.at
+        # where each user is computed: per tile of a root stage, or where it is computed at
+        sites = set()
+        for u in users:
+            g = stages[id(u)]
+            if g.choice in ("output", "root") and len(_large_dims(g)) >= 2 and not g.f.updates:
+                sites.add((g.f, g.f.args[_large_dims(g)[0]]))
+            elif g.choice == "at":
+                sites.add(g.at)
+            else:
+                sites.add(None)
+        if len(sites) == 1 and None not in sites:
+            site = next(iter(sites))
+            # resampled (x / 2, 2 * x): only between neighbouring resolutions, not a deep
+            # pyramid's levels (a coarse level per fine tile is mostly recomputation)
+            if kinds <= {"var", "shift", "const"} or _area(s) * 8 >= _area(stages[id(site[0])]):
+                s.choice, s.at = "at", site
+    # a cheap Func that would be a whole buffer at the root: inlined unless recomputing it
+    # costs more than INLINE_BUDGET operations per point (memory traffic costs more)
+    for f in funcs:
+        s = stages[id(f)]
+        if s.choice == "root" and id(f) not in hard and s.at is None:
+            if _inlined_cost(f, stages, {}) * evals[id(f)] / _points(s) <= INLINE_BUDGET \
+                    and not _has_at_users(f, stages):
+                s.choice = "inline"
+
+
+def _inlined_cost(f: Func, stages, memo: dict) -> float:
+    """f's cost with what is inlined into it (each call of an inlined Func at its cost)."""
+    if id(f) in memo:
+        return memo[id(f)]
+    n = float(_cost(f))
+    for c in calls_in(f.values or []):
+        if isinstance(c, FuncCall) and c.func is not f and not c.func.updates \
+                and stages[id(c.func)].choice in ("inline", "default"):
+            n += _inlined_cost(c.func, stages, memo)
+    memo[id(f)] = n
+    return n
+
+
+def _has_at_users(f: Func, stages) -> bool:
+    """Whether some Func is computed inside f's loops."""
+    return any(s.choice == "at" and s.at[0] is f for s in stages.values())
 
 
 def _scheduled_users(f: Func, stages) -> list[Func]:
@@ -307,7 +368,7 @@ def _loops(s: _Stage, p: Pipeline, target: str, tiled: bool) -> list[str]:
     parallel, the innermost large dim vectorized."""
     vec = vector_width(s.f, target)
     large = _large_dims(s)
-    tile = (max(8 * vec, 64), TILE_Y) if tiled else None
+    tile = (max(16 * vec, 64), TILE_Y) if tiled else None
     par = None
     if s.choice != "at" and len(large) >= 2 and _points(s) >= 64 * 64:
         rows = _points(s) / s.extent(large[-1])
@@ -327,11 +388,9 @@ def loop_directives(s: _Stage, vec: int, tile: tuple | None, par: int | None) ->
         return out
     x = f.args[large[0]]
     if small and (s.choice == "output" or large[0] != 0):
-        # channel-like dims innermost for an output (interleaved), else just inside x
+        # channel-like dims innermost for an output (interleaved); an intermediate keeps
+        # them outermost (planes, as it stores them)
         order = [f.args[d] for d in small] + [f.args[d] for d in large]
-        out.append(f"reorder({', '.join(order)})")
-    elif small and len(large) >= 2:
-        order = [x] + [f.args[d] for d in small] + [f.args[d] for d in large[1:]]
         out.append(f"reorder({', '.join(order)})")
     outer = f.args[large[-1]]
     if tile is not None and len(large) >= 2:
