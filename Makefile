@@ -55,6 +55,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 bench: $(BENCH_STAMP)
 	$(PYTHON) benchmarks/run.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
+	$(PYTHON) benchmarks/autosched.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
 
 # the wheel users install (tests/test_install.py builds one the same way and runs it)
 wheel: venv
