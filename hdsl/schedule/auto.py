@@ -222,6 +222,7 @@ def decide(p: Pipeline, stages: dict[int, _Stage]) -> None:
     """compute_root / compute_at / inline for every Func: the 2018 rules, refined by how often
     inlining would evaluate a Func (`evals`, from the estimated regions) against its size."""
     funcs = topo_order(p.outputs)
+    _CALLS.clear()
     for f in p.outputs:
         stages[id(f)].choice = "output"
     evals: dict[int, float] = {}
