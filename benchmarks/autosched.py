@@ -178,7 +178,9 @@ def markdown(res: dict) -> str:
     out = ["# hdsl's automatic schedule against the hand-written one and Halide's autoschedulers", "",
            f"{m['date']}, {m['cpu']}, {m['cores']} cores, {m['threads']} threads for every implementation; "
            f"halide {m['versions']['halide']}. Median ms per run (interleaved runs); hdsl's float apps with "
-           "`fast_math` (FMA allowed, as Halide by default).", "",
+           "`fast_math` (FMA allowed, as Halide by default)."
+           + (" A --quick run: small sizes, few runs (a smoke test, not a measurement)." if res["quick"] else "")
+           + f" Load average when it ended: {res['load']:.1f}.", "",
            "| app | size | hdsl auto | hdsl hand | hdsl tuned | Halide Adams2019 | Halide Mullapudi2016 | "
            "Halide hand | auto / hand (target <= 1.2) | auto / best Halide auto (<= 1.0) |",
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -214,6 +216,8 @@ def main(argv=None) -> int:
         res["cases"].append(r)
         print(f"{name}: " + ", ".join(f"{x['impl']} {x['median_ms']:.2f} ms" for x in r["results"]), flush=True)
     res["judged"] = judge(res["cases"])
+    import os
+    res["load"] = os.getloadavg()[0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "autosched.json").write_text(json.dumps(res, indent=1, default=str))
