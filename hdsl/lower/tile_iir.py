@@ -92,6 +92,16 @@ def _mentions_vars(e: Expr) -> bool:
     return any(isinstance(n, (Var, RVar)) for n in walk(e))
 
 
+# a pure segment read by a filter is inlined into its stages (read twice, by intra and final)
+# when it reads at most this many values; else it is computed once, at the root
+INLINE_READS = 2
+
+
+def _reads(e: Expr) -> int:
+    from hdsl.ir.expr import InputCall
+    return sum(isinstance(n, (FuncCall, InputCall)) for n in walk(e))
+
+
 def stage_funcs(f: Func, k: int) -> list[Func]:
     """Stand-ins of the stages tile_iir makes of filter update(k) of f (the same names, args
     and reduction domains), for a schedule to name before lowering builds the real ones."""
@@ -170,7 +180,7 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
             moved.append(fs.stages.get(k, []))
             continue
         n, span = sizes[u.iir[0]]
-        if updates:
+        if updates or _reads(values[0]) > INLINE_READS:
             # the segment so far becomes a Func of its own: what this filter reads
             g = Func(f"{f.name}.part{k}", args=list(f.args), implicit=True, span=f.span)
             g.values = [_retarget(v, f, g) for v in values]
@@ -178,16 +188,18 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
                                 x.rdom, x.span, x.iir) for x in updates]
             g.updates = g_updates
             defs[id(g)] = Definitions(g, g.values, g_updates)
-            scheds[id(g)] = FuncSchedule(Level("root"), Level("root"),
-                                         {i: [Directive(x.name, x.args, x.span, i) for x in ds]
-                                          for i, ds in enumerate(moved) if ds})
+            st = {i: [Directive(x.name, x.args, x.span, i) for x in ds] for i, ds in enumerate(moved) if ds}
+            # its pure definition: vectorized along the innermost dim, rows in parallel
+            st[-1] = [Directive("vectorize", [f.args[0], lanes_for(g.values[0].type)], span, -1)] + (
+                [Directive("parallel", [f.args[-1]], span, -1)] if len(f.args) > 1 else [])
+            scheds[id(g)] = FuncSchedule(Level("root"), Level("root"), st)
             created.append(g)
 
             def source(coords, g=g):
                 return FuncCall(g, tuple(coords), 0, g.values[0].type)
         else:
-            # a pure segment (the initial values, or the previous filter's result) is read
-            # where the filter reads it: no buffer of its own
+            # a pure segment that reads little (the initial values, or the previous filter's
+            # result) is read where the filter reads it: no buffer of its own
             def source(coords, e=values[0]):
                 env = dict(zip(f.args, coords))
                 return substitute(e, lambda x: env.get(x.name) if isinstance(x, Var) else None)
