@@ -163,6 +163,38 @@ def _user_schedules(f: Func, created: list[Func], named: dict, sched, scheds, me
                 lv.func = real[lv.func.name]
 
 
+def _user_named(stages, named: dict, sched) -> bool:
+    return sched is not None and any(g.name in named and sched.for_func(named[g.name]) for g in stages)
+
+
+def _fuse(f: Func, prev: list, made: list, defs, scheds) -> None:
+    """Filter `made` reads the tiles of filter `prev` (its final stage) through its inlined
+    result: prev's final is computed inside made's tiled result, and a copy of it inside
+    made's last stage, where made's intra reads it."""
+    final_prev = prev[4]
+    intra, h = made[1], made[5]
+    clone = Func(f"{final_prev.name}.for_last", args=list(final_prev.args), implicit=True, span=final_prev.span)
+    clone.values = [_retarget(v, final_prev, clone) for v in final_prev.values]
+    clone.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
+                            [_retarget(v, final_prev, clone) for v in x.values], x.rdom, x.span, x.iir)
+                     for x in final_prev.updates]
+    defs[id(clone)] = Definitions(clone, clone.values, clone.updates)
+    fs_prev = scheds[id(final_prev)]
+    at_last = scheds[id(intra)].compute
+    scheds[id(clone)] = FuncSchedule(Level("at", at_last.func, at_last.var), Level("at", at_last.func, at_last.var),
+                                     {i: list(ds) for i, ds in fs_prev.stages.items()})
+    d_intra = defs[id(intra)]
+    intra.values = [_retarget(v, final_prev, clone) for v in intra.values]
+    intra.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
+                            [_retarget(v, final_prev, clone) for v in x.values], x.rdom, x.span, x.iir)
+                     for x in d_intra.updates]
+    defs[id(intra)] = Definitions(intra, intra.values, intra.updates)
+    at_h = scheds[id(made[4])].compute           # made's final: inside h's tiles
+    fs_prev.compute = Level("at", h, at_h.var)
+    fs_prev.store = Level("at", h, at_h.var)
+    intra.cascade_clone = clone
+
+
 def stand_in_of(g):
     return getattr(g, "tile_stage_of", None)
 
@@ -173,14 +205,26 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
     created: list[Func] = []
     values, updates, moved = list(d0.values), [], []      # the current segment of f
     stage_map = {}                                         # old update index -> new index in f
+    named = named or {}
+    prev = None                  # (dim, stages) of the last tiled filter, while nothing follows it
     for k, u in enumerate(d0.updates):
         if u.iir is None or u.iir[0] not in sizes:
+            prev = None
             stage_map[k] = len(updates)
             updates.append(u)
             moved.append(fs.stages.get(k, []))
             continue
         n, span = sizes[u.iir[0]]
-        if updates or _reads(values[0]) > INLINE_READS:
+        fused = None
+        if not updates and prev is not None and prev[0] == u.iir[0] and not _user_named(prev[1][4:], named, sched):
+            # a cascade: this filter follows a tiled filter along the same dim. Its tiles read
+            # that filter's tiles, recomputed in the cache (prev's final stage, computed inside
+            # this filter's tile loops) instead of its result written out and read back twice
+            fused = prev[1]
+            h_prev = created.pop()
+            del defs[id(h_prev)], scheds[id(h_prev)]
+            values = list(h_prev.values)
+        if fused is None and (updates or _reads(values[0]) > INLINE_READS):
             # the segment so far becomes a Func of its own: what this filter reads
             g = Func(f"{f.name}.part{k}", args=list(f.args), implicit=True, span=f.span)
             g.values = [_retarget(v, f, g) for v in values]
@@ -203,13 +247,17 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
             def source(coords, e=values[0]):
                 env = dict(zip(f.args, coords))
                 return substitute(e, lambda x: env.get(x.name) if isinstance(x, Var) else None)
-        created += _tile_filter(f, source, u, n, span, k, defs, scheds)
+        made = _tile_filter(f, source, u, n, span, k, defs, scheds)
+        if fused is not None:
+            _fuse(f, fused, made, defs, scheds)
+            created.insert(created.index(fused[4]), made[1].cascade_clone)
+        created += made
+        prev = (u.iir[0], made)
         h = created[-1]
         values = [FuncCall(h, tuple(Var(a) for a in f.args), 0, h.values[0].type)]
         updates, moved = [], []
         stage_map = {}
     stages = {-1: fs.stages.get(-1, [])}
-    named = named or {}
     merged = {}
     last_h = created[-1] if created else None
     if created and not updates and not stages[-1] and not (

@@ -210,3 +210,15 @@ def test_naming_a_stage_that_does_not_exist(stage, message):
     with pytest.raises(hdsl.HdslError) as e:
         hdsl.loads(text, "t.hl")
     assert message in str(e.value)
+
+
+def test_filters_along_one_dim_run_as_a_cascade():
+    """x+ then x- (and y+ then y-), tiled with the same tiles: the second filter's stages read
+    the first one's tiles recomputed in the cache (rf.final0 inside rf.tiled1's tiles, a copy
+    inside rf.last1's), so the first filter's result is never written out; the values are
+    the serial filters' (test_float_filters_match_the_serial_filter runs this schedule)."""
+    text = _loops(FLOAT, "both")
+    assert "allocate rf.tiled0" not in text and "allocate rf.tiled2" not in text
+    assert "allocate rf.final0.for_last" in text and "allocate rf.final2.for_last" in text
+    # x_only tiles x alone: its two filters cascade, the y filters stay serial updates of rf
+    assert "allocate rf.tiled0" not in _loops(FLOAT, "x_only")
