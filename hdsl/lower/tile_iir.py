@@ -25,9 +25,9 @@ with their schedules. Filters along other dims are untouched.
 from __future__ import annotations
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, RDom, Update
-from hdsl.ir.types import BOOL, I32
+from hdsl.ir.types import BOOL, F64, I32
 from hdsl.lower.inline import Definitions
 from hdsl.lower.loops import FuncSchedule, Level
 
@@ -341,15 +341,24 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
     tile_names = [others[0], iname, tname] + others[1:] if others else [tname, iname]
     iv, tv = Var(iname), Var(tname)
 
+    # The weights and the chain over the tiles are f64 for narrower floats: with poles near 1
+    # (a recursive Gaussian of large sigma) W's entries are large and the carried values
+    # nearly equal, and their sums in f32 cancelled to errors of order 10 (sigma 64, measured)
+    wt = F64 if t.is_float() and t.bits < 64 else t
+    zw, ow = Const(wt, 0), Const(wt, 1)
+
+    def wide(e):
+        return e if wt == t else Cast(wt, e)
+
     # W(m, j): the response at offset m to a unit value j places before the tile
     w = Func(f"{f.name}.weights{k_up}", args=["m", "j"], implicit=True, span=f.span)
     m, j = Var("m"), Var("j")
-    w.values = [Select(_b("==", m, _b("-", _I(0), j)), one, zero, t)]
+    w.values = [Select(_b("==", m, _b("-", _I(0), j)), ow, zw, wt)]
     rw = RDom(f"{w.name}.r", [(_I(0), _I(n))], None, span)
     rm = RVar(rw, 0)
-    total: Expr = zero
+    total: Expr = zw
     for l, a in enumerate(feedback, start=1):
-        total = _b("+", total, _b("*", a, FuncCall(w, (_b("-", rm, _I(l)), j), 0, t), t), t)
+        total = _b("+", total, _b("*", wide(a), FuncCall(w, (_b("-", rm, _I(l)), j), 0, wt), wt), wt)
     w.updates = [Update([rm, j], [total], rw, span)]
     defs[id(w)] = Definitions(w, w.values, w.updates)
     scheds[id(w)] = FuncSchedule(Level("root"), Level("root"), {})
@@ -397,18 +406,19 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
 
     # tail(tau, others): the true last k values of tile tau, a serial chain over the tiles
     tail = Func(f"{f.name}.tail{k_up}", args=others + [tname], implicit=True, span=f.span)
-    tail.values = [zero] * k
+    tail.values = [zw] * k
     rt_d = RDom(f"{tail.name}.r", [(_I(0), tiles)], None, span)
     rt = RVar(rt_d, 0)
 
-    def tail_prev(tt, idx):                                    # T(tau - 1)[idx], 0 before the first tile
-        return Select(_b(">", tt, _I(0)), FuncCall(tail, tuple(ov) + (_b("max", _b("-", tt, _I(1)), _I(0)),), idx, t),
-                      zero, t)
+    def tail_prev(tt, idx, narrow=True):                       # T(tau - 1)[idx], 0 before the first tile
+        e = Select(_b(">", tt, _I(0)), FuncCall(tail, tuple(ov) + (_b("max", _b("-", tt, _I(1)), _I(0)),), idx, wt),
+                   zw, wt)
+        return Cast(t, e) if narrow and wt != t else e
     vals = []
     for jj in range(1, k + 1):
-        e = FuncCall(last, tuple(ov) + (rt,), jj - 1, t)
+        e = wide(FuncCall(last, tuple(ov) + (rt,), jj - 1, t))
         for l in range(1, k + 1):
-            e = _b("+", e, _b("*", FuncCall(w, (_I(n - jj), _I(l)), 0, t), tail_prev(rt, l - 1), t), t)
+            e = _b("+", e, _b("*", FuncCall(w, (_I(n - jj), _I(l)), 0, wt), tail_prev(rt, l - 1, False), wt), wt)
         vals.append(e)
     tail.updates = [Update(ov + [rt], vals, rt_d, span)]
     defs[id(tail)] = Definitions(tail, tail.values, tail.updates)

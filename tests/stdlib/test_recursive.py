@@ -593,3 +593,31 @@ def test_more_tiled_schedules_match_the_serial_filters(rng, shape):
     s64 = sos.astype(np.float64)
     tol = sum(bound([-s64[j, 4], -s64[j, 5]], 1, 1.0) for j in range(3)) * np.abs(s64[:, :3]).sum()
     np.testing.assert_allclose(got[3], ref[3], rtol=0, atol=2 * tol)
+
+
+TILED_WIDE = """pipeline tiled_wide
+use recursive
+input  img: f32[2]
+param  sigma: f32 = 64.0
+output gx: f32[2]
+algorithm {
+    gx = yvv_gaussian_x(img, sigma, img.width)
+}
+schedule {
+    gx.tile_iir(x, 64)
+    gx.yvv_u.compute_root().tile_iir(x, 64)
+}
+"""
+
+
+@pytest.mark.parametrize("sigma", [16.0, 64.0])
+def test_tiled_young_van_vliet_at_large_sigma(rng, sigma):
+    """Poles near 1 (q = 62 at sigma 64): the weights of the tiled form are large and the
+    carried values nearly equal, so the chain over the tiles is summed in f64 (in f32 the
+    result was off by up to 9 at sigma 64 on 512 points, measured). Tiled, the filter stays
+    within the serial filter's bound of the float64 recursion."""
+    import hdsl
+    img = rng.uniform(0, 1, (3, 700)).astype(F32)
+    got = hdsl.loads(TILED_WIDE, "tiled_wide.hl").compile("host")(img=img, sigma=sigma)
+    tol = bound(yvv_coefs(sigma)[1], 2, 1.0)
+    np.testing.assert_allclose(got, yvv_ref(img.astype(np.float64), sigma, [1]), rtol=0, atol=tol)
