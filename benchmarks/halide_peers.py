@@ -125,6 +125,24 @@ def iir(img: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
     return Peer(out, hl.Buffer(hl.Float(32), [w, h]), [img], lambda a: a)
 
 
+def iir1d(sig: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
+    """A causal first-order filter over one signal, Halide's best serial scan: the pure
+    definition vectorized and parallel, the update one serial loop (a recursion's RDom
+    loop cannot be split across threads or lanes in Halide: Func::parallel / vectorize of
+    an RVar that carries a dependence is refused, src/Func.cpp)."""
+    hl = _hl()
+    n = sig.shape[0]
+    inp = hl.ImageParam(hl.Float(32), 1, "sig")
+    x, xo, xi = hl.Var("x"), hl.Var("xo"), hl.Var("xi")
+    out = hl.Func("out")
+    out[x] = inp[x]
+    r = hl.RDom([(0, n)])
+    out[r.x] = hl.f32(b0) * out[r.x] + hl.f32(a1) * hl.select(r.x > 0, out[hl.max(r.x - 1, 0)], hl.f32(0.0))
+    out.split(x, xo, xi, 1 << 16).parallel(xo).vectorize(xi, 16)
+    inp.set(hl.Buffer(sig))
+    return Peer(out, hl.Buffer(hl.Float(32), [n]), [sig], lambda a: a)
+
+
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
                     strict: bool = False, schedule: bool = True, auto: str | None = None) -> Peer:
     """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of

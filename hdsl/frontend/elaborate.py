@@ -9,6 +9,7 @@ poisoned, so one mistake reports once.
 from __future__ import annotations
 
 import math
+import re
 import os
 from pathlib import Path
 
@@ -1298,6 +1299,11 @@ class Elaborator:
             f = obj.func
             if name in f.locals:
                 return FuncVal(f.locals[name])
+            # an array of Funcs made inside the fn: its elements are the locals 'name[i]'
+            elems = {int(k[len(name) + 1:-1]): FuncVal(g) for k, g in f.locals.items()
+                     if re.fullmatch(re.escape(name) + r"\[-?\d+\]", k)}
+            if elems:
+                return ArrayVal(f"{f.name}.{name}", elems)
             self.error(f"'{f.name}' has no member '{name}'", n.name_span,
                        ("its local Funcs are " + ", ".join(sorted(f.locals))) if f.locals else None)
         self.error(f"{self.named(n.obj, obj)}; it has no member '{name}'", n.name_span)

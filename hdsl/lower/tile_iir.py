@@ -25,15 +25,23 @@ with their schedules. Filters along other dims are untouched.
 from __future__ import annotations
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, RDom, Update
-from hdsl.ir.types import BOOL, I32
+from hdsl.ir.types import BOOL, F64, I32
 from hdsl.lower.inline import Definitions
 from hdsl.lower.loops import FuncSchedule, Level
 
 
-def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[int, FuncSchedule]) -> list[Func]:
+def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[int, FuncSchedule],
+                   sched=None) -> list[Func]:
     out = list(funcs)
+    # stages named in the schedule (`rf.final2.vectorize(...)`): stand-ins made by the
+    # recorder (stage_funcs), by their Func's id and name
+    named = {}
+    for g in (sched.funcs.values() if sched is not None else []):
+        of = getattr(g, "tile_stage_of", None)
+        if of is not None:
+            named.setdefault(id(of[0]), {})[g.name] = g
     for f in list(funcs):
         fs = scheds.get(id(f))
         if fs is None:
@@ -47,7 +55,7 @@ def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict
         for d in tiles:
             v, n = d.args
             sizes[f.args.index(v)] = (n, d.span)
-        new = _rewrite(f, sizes, defs, scheds)
+        new = _rewrite(f, sizes, defs, scheds, named.get(id(f), {}), sched)
         at = out.index(f)
         out[at:at] = new
         # The new Funcs are computed at the root, so what they read must be computed there
@@ -84,40 +92,191 @@ def _mentions_vars(e: Expr) -> bool:
     return any(isinstance(n, (Var, RVar)) for n in walk(e))
 
 
-def _rewrite(f: Func, sizes: dict, defs, scheds) -> list[Func]:
+# a pure segment read by a filter is inlined into its stages (read twice, by intra and final)
+# when it reads at most this many values; else it is computed once, at the root
+INLINE_READS = 2
+
+
+def _reads(e: Expr) -> int:
+    from hdsl.ir.expr import InputCall
+    return sum(isinstance(n, (FuncCall, InputCall)) for n in walk(e))
+
+
+def stage_funcs(f: Func, k: int) -> list[Func]:
+    """Stand-ins of the stages tile_iir makes of filter update(k) of f (the same names, args
+    and reduction domains), for a schedule to name before lowering builds the real ones."""
+    t = f.values[0].type
+    u = f.updates[k]
+    made = _tile_filter(f, lambda coords: Const(t, 0), u, 1, u.span, k, {}, {})
+    for g in made:
+        g.tile_stage_of = (f, k)
+    return made
+
+
+def _user_schedules(f: Func, created: list[Func], named: dict, sched, scheds, merged: dict) -> None:
+    """Directives the schedule gives a stage (through its stand-in) replace that stage's
+    defaults, stage by stage; compute_at/store_at levels name the real Funcs."""
+    real = {g.name: g for g in created}
+    real.update(merged)
+    placed, reshaped = set(), set()
+    for g in created:
+        p = named.get(g.name)
+        if p is None or not sched.for_func(p):
+            continue
+        gs = scheds[id(g)]
+        given: dict[int, list[Directive]] = {}
+        for d in sched.for_func(p):
+            if d.name in ("compute_root", "compute_at", "store_root", "store_at", "compute_inline"):
+                placed.add(id(g))
+            if d.name == "compute_root":
+                gs.compute = gs.store = Level("root")
+            elif d.name in ("compute_at", "store_at"):
+                target = d.args[0]
+                target = real.get(target.name, target) if stand_in_of(target) is not None else target
+                lv = Level("at", target, d.args[1], d.span)
+                if d.name == "compute_at":
+                    gs.compute = gs.store = lv
+                else:
+                    gs.store = lv
+            elif d.name == "store_root":
+                gs.store = Level("root")
+            elif d.name == "compute_inline":
+                raise HdslError(f"'{g.name}', a stage of tile_iir, is computed at the root or inside "
+                                "another stage; it cannot be inlined", d.span,
+                                "remove compute_inline(), or use compute_at(...)")
+            elif d.name == "bound":
+                gs.bounds[d.args[0]] = (d.args[1], d.args[2])
+            else:
+                given.setdefault(d.stage, []).append(d)
+        gs.stages.update(given)
+        if -1 in given:
+            reshaped.add(id(g))
+    # a default compute_at names a loop of the default schedule of its consumer: when that
+    # schedule was replaced and the stage was not placed, it goes to the root
+    for g in created:
+        gs = scheds[id(g)]
+        if id(g) not in placed and gs.compute.kind == "at" and id(gs.compute.func) in reshaped:
+            gs.compute = gs.store = Level("root")
+    for gs in scheds.values():                 # Funcs the schedule placed inside a stage
+        for lv in (gs.compute, gs.store):
+            if lv.kind == "at" and stand_in_of(lv.func) is not None and lv.func.name in real:
+                lv.func = real[lv.func.name]
+
+
+def _user_named(stages, named: dict, sched) -> bool:
+    return sched is not None and any(g.name in named and sched.for_func(named[g.name]) for g in stages)
+
+
+def _fuse(f: Func, prev: list, made: list, defs, scheds) -> None:
+    """Filter `made` reads the tiles of filter `prev` (its final stage) through its inlined
+    result: prev's final is computed inside made's tiled result, and a copy of it inside
+    made's last stage, where made's intra reads it."""
+    final_prev = prev[4]
+    intra, h = made[1], made[5]
+    clone = Func(f"{final_prev.name}.for_last", args=list(final_prev.args), implicit=True, span=final_prev.span)
+    clone.values = [_retarget(v, final_prev, clone) for v in final_prev.values]
+    clone.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
+                            [_retarget(v, final_prev, clone) for v in x.values], x.rdom, x.span, x.iir)
+                     for x in final_prev.updates]
+    defs[id(clone)] = Definitions(clone, clone.values, clone.updates)
+    fs_prev = scheds[id(final_prev)]
+    at_last = scheds[id(intra)].compute
+    scheds[id(clone)] = FuncSchedule(Level("at", at_last.func, at_last.var), Level("at", at_last.func, at_last.var),
+                                     {i: list(ds) for i, ds in fs_prev.stages.items()})
+    d_intra = defs[id(intra)]
+    intra.values = [_retarget(v, final_prev, clone) for v in intra.values]
+    intra.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
+                            [_retarget(v, final_prev, clone) for v in x.values], x.rdom, x.span, x.iir)
+                     for x in d_intra.updates]
+    defs[id(intra)] = Definitions(intra, intra.values, intra.updates)
+    at_h = scheds[id(made[4])].compute           # made's final: inside h's tiles
+    fs_prev.compute = Level("at", h, at_h.var)
+    fs_prev.store = Level("at", h, at_h.var)
+    intra.cascade_clone = clone
+
+
+def stand_in_of(g):
+    return getattr(g, "tile_stage_of", None)
+
+
+def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sched=None) -> list[Func]:
     d0 = defs[id(f)]
     fs = scheds[id(f)]
     created: list[Func] = []
     values, updates, moved = list(d0.values), [], []      # the current segment of f
     stage_map = {}                                         # old update index -> new index in f
-    seg = 0
+    named = named or {}
+    prev = None                  # (dim, stages) of the last tiled filter, while nothing follows it
     for k, u in enumerate(d0.updates):
         if u.iir is None or u.iir[0] not in sizes:
+            prev = None
             stage_map[k] = len(updates)
             updates.append(u)
             moved.append(fs.stages.get(k, []))
             continue
         n, span = sizes[u.iir[0]]
-        # the segment so far becomes a Func of its own: what this filter reads
-        g = Func(f"{f.name}.part{seg}", args=list(f.args), implicit=True, span=f.span)
-        g.values = [_retarget(v, f, g) for v in values]
-        g_updates = [Update([_retarget(a, f, g) for a in x.args], [_retarget(v, f, g) for v in x.values],
-                            x.rdom, x.span, x.iir) for x in updates]
-        g.updates = g_updates
-        defs[id(g)] = Definitions(g, g.values, g_updates)
-        scheds[id(g)] = FuncSchedule(Level("root"), Level("root"),
-                                     {i: [Directive(x.name, x.args, x.span, i) for x in ds]
-                                      for i, ds in enumerate(moved) if ds})
-        created.append(g)
-        created += _tile_filter(f, g, u, n, span, seg, defs, scheds)
+        fused = None
+        if not updates and prev is not None and prev[0] == u.iir[0] and not _user_named(prev[1][4:], named, sched):
+            # a cascade: this filter follows a tiled filter along the same dim. Its tiles read
+            # that filter's tiles, recomputed in the cache (prev's final stage, computed inside
+            # this filter's tile loops) instead of its result written out and read back twice
+            fused = prev[1]
+            h_prev = created.pop()
+            del defs[id(h_prev)], scheds[id(h_prev)]
+            values = list(h_prev.values)
+        if fused is None and (updates or _reads(values[0]) > INLINE_READS):
+            # the segment so far becomes a Func of its own: what this filter reads
+            g = Func(f"{f.name}.part{k}", args=list(f.args), implicit=True, span=f.span)
+            g.values = [_retarget(v, f, g) for v in values]
+            g_updates = [Update([_retarget(a, f, g) for a in x.args], [_retarget(v, f, g) for v in x.values],
+                                x.rdom, x.span, x.iir) for x in updates]
+            g.updates = g_updates
+            defs[id(g)] = Definitions(g, g.values, g_updates)
+            st = {i: [Directive(x.name, x.args, x.span, i) for x in ds] for i, ds in enumerate(moved) if ds}
+            # its pure definition: vectorized along the innermost dim, rows in parallel
+            st[-1] = [Directive("vectorize", [f.args[0], lanes_for(g.values[0].type)], span, -1)] + (
+                [Directive("parallel", [f.args[-1]], span, -1)] if len(f.args) > 1 else [])
+            scheds[id(g)] = FuncSchedule(Level("root"), Level("root"), st)
+            created.append(g)
+
+            def source(coords, g=g):
+                return FuncCall(g, tuple(coords), 0, g.values[0].type)
+        else:
+            # a pure segment that reads little (the initial values, or the previous filter's
+            # result) is read where the filter reads it: no buffer of its own
+            def source(coords, e=values[0]):
+                env = dict(zip(f.args, coords))
+                return substitute(e, lambda x: env.get(x.name) if isinstance(x, Var) else None)
+        made = _tile_filter(f, source, u, n, span, k, defs, scheds)
+        if fused is not None:
+            _fuse(f, fused, made, defs, scheds)
+            created.insert(created.index(fused[4]), made[1].cascade_clone)
+        created += made
+        prev = (u.iir[0], made)
         h = created[-1]
         values = [FuncCall(h, tuple(Var(a) for a in f.args), 0, h.values[0].type)]
         updates, moved = [], []
         stage_map = {}
-        seg += 1
+    stages = {-1: fs.stages.get(-1, [])}
+    merged = {}
+    last_h = created[-1] if created else None
+    if created and not updates and not stages[-1] and not (
+            last_h.name in named and sched is not None and sched.for_func(named[last_h.name])):
+        # f ends with a tiled filter and its pure stage is not scheduled: f itself is the
+        # last filter's result, with its default schedule (no copy of the whole Func)
+        h = created.pop()
+        values, stages[-1] = list(h.values), scheds.pop(id(h)).stages[-1]
+        del defs[id(h)]
+        merged[h.name] = f
+        for g in created:
+            gs = scheds[id(g)]
+            for lv in (gs.compute, gs.store):
+                if lv.func is h:
+                    lv.func = f
+    if sched is not None and named:
+        _user_schedules(f, created, named, sched, scheds, merged)
     defs[id(f)] = Definitions(f, values, updates)
     # f keeps the schedules of its remaining updates, renumbered
-    stages = {-1: fs.stages.get(-1, [])}
     for old, new in stage_map.items():
         if old in fs.stages:
             stages[new] = [Directive(x.name, x.args, x.span, new) for x in fs.stages[old]]
@@ -125,9 +284,18 @@ def _rewrite(f: Func, sizes: dict, defs, scheds) -> list[Func]:
     return created
 
 
-def _tile_filter(f: Func, g: Func, u: Update, n: int, span, seg: int, defs, scheds) -> list[Func]:
+def lanes_for(t) -> int:
+    """Vector lanes of the tiled stages: 64 bytes' worth (two AVX2 registers of f32, so two
+    independent chains hide the latency of the recursion's multiply-adds)."""
+    return max(1, 64 // max(1, t.bits // 8))
+
+
+def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, scheds) -> list[Func]:
+    """The stages of filter update(k_up) of f (named f.<stage><k_up>), reading the values
+    before the filter through source(coords). Tiles are aligned at lo whatever the
+    direction; positions p = tau * n + i count in the filter's order (tile tau, index i)."""
     d, sign, lo, hi, b0, feedback = u.iir
-    t = g.values[0].type
+    t = source([Var(a) for a in f.args]).type
     k = len(feedback)
     for c in [b0] + feedback:
         if _mentions_vars(c):        # (the front end allows only coordinate-free coefficients)
@@ -142,87 +310,154 @@ def _tile_filter(f: Func, g: Func, u: Update, n: int, span, seg: int, defs, sche
     ov = [Var(a) for a in others]
     count = _b("-", hi, lo)                                    # points in the range
     tiles = _b("/", _b("+", count, _I(n - 1)), _I(n))
+    span_n = _b("*", tiles, _I(n))                             # the tiles' points, padding included
 
-    def src(p):                                                # position -> coordinate along v
-        return _b("+", lo, p) if sign == "+" else _b("-", _b("-", hi, _I(1)), p)
+    def src(p):                                                # filter-order position -> coordinate
+        return _b("+", lo, p) if sign == "+" else _b("-", _b("+", lo, _b("-", span_n, _I(1))), p)
 
     def g_at(coord):
-        args = []
-        oi = iter(ov)
+        args, oi = [], iter(ov)
         for i in range(len(f.args)):
             args.append(coord if i == d else next(oi))
-        return FuncCall(g, tuple(args), 0, t)
+        return source(args)
 
-    def par_outer(func, stage, names):
-        return [Directive("parallel", [names[-1]], span, stage)] if names else []
+    def value_at(p):                                           # the input at p, 0 in the padding
+        c = src(p)
+        inside = _b("&&", _b("<=", lo, c), _b("<", c, hi))
+        return Select(inside, g_at(_b("max", _b("min", c, _b("-", hi, _I(1))), lo)), zero, t)
+
+    iname, tname = f"{vname}_in", f"{vname}_tile"
+    lane = others[0] if others else tname                      # the vectorized dim of the tile stages
+    L = lanes_for(t)
+    # lanes per block: along the innermost storage dim (a filter along another dim), whole
+    # cache lines of many columns per row, so each tile's rows stream in; otherwise one vector
+    B = L * 16 if others and d != 0 else L
+    across = d == 0            # the filter runs along the innermost storage dim
+
+    def tile_args(i, tt):                                      # (lane first: contiguous vectors)
+        if others:
+            return (ov[0], i, tt) + tuple(ov[1:])
+        return (tt, i)
+    tile_names = [others[0], iname, tname] + others[1:] if others else [tname, iname]
+    iv, tv = Var(iname), Var(tname)
+
+    # The weights and the chain over the tiles are f64 for narrower floats: with poles near 1
+    # (a recursive Gaussian of large sigma) W's entries are large and the carried values
+    # nearly equal, and their sums in f32 cancelled to errors of order 10 (sigma 64, measured)
+    wt = F64 if t.is_float() and t.bits < 64 else t
+    zw, ow = Const(wt, 0), Const(wt, 1)
+
+    def wide(e):
+        return e if wt == t else Cast(wt, e)
 
     # W(m, j): the response at offset m to a unit value j places before the tile
-    w = Func(f"{f.name}.weights{seg}", args=["m", "j"], implicit=True, span=f.span)
+    w = Func(f"{f.name}.weights{k_up}", args=["m", "j"], implicit=True, span=f.span)
     m, j = Var("m"), Var("j")
-    w.values = [Select(_b("==", m, _b("-", _I(0), j)), one, zero, t)]
+    w.values = [Select(_b("==", m, _b("-", _I(0), j)), ow, zw, wt)]
     rw = RDom(f"{w.name}.r", [(_I(0), _I(n))], None, span)
     rm = RVar(rw, 0)
-    total: Expr = zero
+    total: Expr = zw
     for l, a in enumerate(feedback, start=1):
-        total = _b("+", total, _b("*", a, FuncCall(w, (_b("-", rm, _I(l)), j), 0, t), t), t)
+        total = _b("+", total, _b("*", wide(a), FuncCall(w, (_b("-", rm, _I(l)), j), 0, wt), wt), wt)
     w.updates = [Update([rm, j], [total], rw, span)]
     defs[id(w)] = Definitions(w, w.values, w.updates)
     scheds[id(w)] = FuncSchedule(Level("root"), Level("root"), {})
 
-    # intra(i, t, others): each tile filtered alone
-    iname, tname = f"{vname}_in", f"{vname}_tile"
-    intra = Func(f"{f.name}.intra{seg}", args=[iname, tname] + others, implicit=True, span=f.span)
-    iv, tv = Var(iname), Var(tname)
-    p = _b("+", _b("*", tv, _I(n)), iv)
-    pc = _b("max", _b("min", p, _b("-", count, _I(1))), _I(0))
-    intra.values = [Select(_b("<", p, count), g_at(src(pc)), zero, t)]
-    ri_d = RDom(f"{intra.name}.r", [(_I(0), _I(n))], None, span)
-    ri = RVar(ri_d, 0)
+    def scan(name, before):
+        """A tile-local recursion over i in every tile (values before the tile: before(l, ri))."""
+        s = Func(name, args=list(tile_names), implicit=True, span=f.span)
+        s.values = [value_at(_b("+", _b("*", tv, _I(n)), iv))]
+        rd = RDom(f"{name}.r", [(_I(0), _I(n))], None, span)
+        ri = RVar(rd, 0)
+        total = _b("*", b0, FuncCall(s, tile_args(ri, tv), 0, t), t)
+        for l, a in enumerate(feedback, start=1):
+            prev = Select(_b(">=", ri, _I(l)), FuncCall(s, tile_args(_b("max", _b("-", ri, _I(l)), _I(0)), tv), 0, t),
+                          before(l, ri), t)
+            total = _b("+", total, _b("*", a, prev, t), t)
+        s.updates = [Update(list(tile_args(ri, tv)), [total], rd, span)]
+        defs[id(s)] = Definitions(s, s.values, s.updates)
+        # the recursion runs over i with the lanes innermost (vectorized, contiguous here);
+        # a filter along the innermost storage dim reads its input along i (contiguous there)
+        # and transposes into the tile's lanes in cache
+        stages = {-1: [Directive("reorder", [iname, lane], span, -1), Directive("vectorize", [iname, L], span, -1)]
+                  if across else [Directive("vectorize", [lane, L], span, -1)],
+                  0: [Directive("reorder", [lane, ri.name], span, 0), Directive("vectorize", [lane, L], span, 0)]}
+        return s, stages
 
-    def intra_at(i, tt):
-        return FuncCall(intra, (i, tt) + tuple(ov), 0, t)
-    total = _b("*", b0, intra_at(ri, tv), t)
-    for l, a in enumerate(feedback, start=1):
-        prev = Select(_b(">=", _b("-", ri, _I(l)), _I(0)), intra_at(_b("max", _b("-", ri, _I(l)), _I(0)), tv), zero, t)
-        total = _b("+", total, _b("*", a, prev, t), t)
-    intra.updates = [Update([ri, tv] + ov, [total], ri_d, span)]
-    defs[id(intra)] = Definitions(intra, intra.values, intra.updates)
-    scheds[id(intra)] = FuncSchedule(Level("root"), Level("root"),
-                                     {-1: par_outer(intra, -1, [iname, tname] + others),
-                                      0: par_outer(intra, 0, [tname] + others)})
+    # intra(lane, i, tau, ...): every tile filtered on its own, from zero
+    intra, intra_st = scan(f"{f.name}.intra{k_up}", lambda l, ri: zero)
 
-    # tail(t, others): the true last k values of tile t, a serial chain over the tiles
-    tail = Func(f"{f.name}.tail{seg}", args=[tname] + others, implicit=True, span=f.span)
-    tail.values = [zero] * k
+    # last(tau, others): intra's last k values of each tile (intra computed per block of lanes)
+    last = Func(f"{f.name}.last{k_up}", args=others + [tname], implicit=True, span=f.span)
+    last.values = [FuncCall(intra, tile_args(_I(n - jj), tv), 0, t) for jj in range(1, k + 1)]
+    defs[id(last)] = Definitions(last, last.values, [])
+    lo_, lv = f"{lane}.lo", f"{lane}.lv"
+    if others:
+        last_st = [Directive("split", [lane, lo_, lv, B], span, -1),
+                   Directive("reorder", [lv, tname, lo_], span, -1),
+                   Directive("vectorize", [lv, L], span, -1), Directive("parallel", [lo_], span, -1)]
+        at = tname
+    else:
+        last_st = [Directive("split", [lane, lo_, lv, L], span, -1),
+                   Directive("vectorize", [lv], span, -1), Directive("parallel", [lo_], span, -1)]
+        at = lo_
+    scheds[id(last)] = FuncSchedule(Level("root"), Level("root"), {-1: last_st})
+    scheds[id(intra)] = FuncSchedule(Level("at", last, at), Level("at", last, at), intra_st)
+
+    # tail(tau, others): the true last k values of tile tau, a serial chain over the tiles
+    tail = Func(f"{f.name}.tail{k_up}", args=others + [tname], implicit=True, span=f.span)
+    tail.values = [zw] * k
     rt_d = RDom(f"{tail.name}.r", [(_I(0), tiles)], None, span)
     rt = RVar(rt_d, 0)
 
-    def tail_prev(tt, l):
-        return Select(_b(">", tt, _I(0)), FuncCall(tail, (_b("max", _b("-", tt, _I(1)), _I(0)),) + tuple(ov), l - 1, t),
-                      zero, t)
+    def tail_prev(tt, idx, narrow=True):                       # T(tau - 1)[idx], 0 before the first tile
+        e = Select(_b(">", tt, _I(0)), FuncCall(tail, tuple(ov) + (_b("max", _b("-", tt, _I(1)), _I(0)),), idx, wt),
+                   zw, wt)
+        return Cast(t, e) if narrow and wt != t else e
     vals = []
     for jj in range(1, k + 1):
-        pos = _I(n - jj)
-        e = intra_at(pos, rt)
+        e = wide(FuncCall(last, tuple(ov) + (rt,), jj - 1, t))
         for l in range(1, k + 1):
-            e = _b("+", e, _b("*", FuncCall(w, (pos, _I(l)), 0, t), tail_prev(rt, l), t), t)
+            e = _b("+", e, _b("*", FuncCall(w, (_I(n - jj), _I(l)), 0, wt), tail_prev(rt, l - 1, False), wt), wt)
         vals.append(e)
-    tail.updates = [Update([rt] + ov, vals, rt_d, span)]
+    tail.updates = [Update(ov + [rt], vals, rt_d, span)]
     defs[id(tail)] = Definitions(tail, tail.values, tail.updates)
-    scheds[id(tail)] = FuncSchedule(Level("root"), Level("root"),
-                                    {-1: par_outer(tail, -1, [tname] + others), 0: par_outer(tail, 0, others)})
+    tail_st = {}
+    if others:
+        tail_st = {-1: [Directive("vectorize", [others[0], L], span, -1)],
+                   0: [Directive("split", [others[0], lo_, lv, L], span, 0),
+                       Directive("reorder", [lv, rt.name, lo_], span, 0),
+                       Directive("vectorize", [lv], span, 0), Directive("parallel", [lo_], span, 0)]}
+    scheds[id(tail)] = FuncSchedule(Level("root"), Level("root"), tail_st)
 
-    # tiled(v, others): intra plus the carried tails, and g outside the range
-    h = Func(f"{f.name}.tiled{seg}", args=list(f.args), implicit=True, span=f.span)
+    # final(lane, i, tau, ...): each tile's recursion again, from the true values before it
+    def carried(l, ri):
+        # the value l - ri places before the tile: T(tau - 1)[l - ri - 1], for ri < l
+        c = tail_prev(tv, l - 1)
+        for idx in range(l - 2, -1, -1):
+            c = Select(_b("==", ri, _I(l - 1 - idx)), tail_prev(tv, idx), c, t)
+        return c
+    final, final_st = scan(f"{f.name}.final{k_up}", carried)
+
+    # tiled(v, others): the filtered values on [lo, hi), g's outside
+    h = Func(f"{f.name}.tiled{k_up}", args=list(f.args), implicit=True, span=f.span)
     vv = Var(vname)
-    pos = _b("-", vv, lo) if sign == "+" else _b("-", _b("-", hi, _I(1)), vv)
-    posc = _b("max", _b("min", pos, _b("-", count, _I(1))), _I(0))
-    tt, ii = _b("/", posc, _I(n)), _b("%", posc, _I(n))
-    y = intra_at(ii, tt)
-    for l in range(1, k + 1):
-        y = _b("+", y, _b("*", FuncCall(w, (ii, _I(l)), 0, t), tail_prev(tt, l), t), t)
+    pos = _b("-", vv, lo) if sign == "+" else _b("-", _b("+", lo, _b("-", span_n, _I(1))), vv)
+    posc = _b("max", _b("min", pos, _b("-", span_n, _I(1))), _I(0))
+    y = FuncCall(final, tile_args(_b("%", posc, _I(n)), _b("/", posc, _I(n))), 0, t)
     inside = _b("&&", _b("<=", lo, vv), _b("<", vv, hi))
     h.values = [Select(inside, y, g_at(vv), t)]
     defs[id(h)] = Definitions(h, h.values, [])
-    scheds[id(h)] = FuncSchedule(Level("root"), Level("root"), {-1: par_outer(h, -1, list(f.args))})
-    return [w, intra, tail, h]
+    vo, vi = f"{vname}.to", f"{vname}.ti"
+    if others:
+        h_st = [Directive("split", [vname, vo, vi, n], span, -1),
+                Directive("split", [lane, lo_, lv, B], span, -1),
+                Directive("reorder", [vi, lv, vo, lo_] if across else [lv, vi, vo, lo_], span, -1),
+                Directive("vectorize", [vi, L] if across else [lv, L], span, -1),
+                Directive("parallel", [lo_], span, -1)]
+    else:
+        h_st = [Directive("split", [vname, vo, vi, n * L], span, -1),
+                Directive("vectorize", [vi, L], span, -1), Directive("parallel", [vo], span, -1)]
+    scheds[id(h)] = FuncSchedule(Level("root"), Level("root"), {-1: h_st})
+    scheds[id(final)] = FuncSchedule(Level("at", h, vo), Level("at", h, vo), final_st)
+    return [w, intra, last, tail, final, h]

@@ -68,6 +68,9 @@ TAILS = ("round_up", "guard_with_if", "shift_inwards")
 TAILED = {"split", "tile", "gpu_tile", "vectorize", "unroll", "parallel"}
 PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
              "reorder_storage", "bound", "estimate", "tile_iir"}
+# the Funcs tile_iir makes of filter update(k) of f, named f.<stage>k (lower/tile_iir.py)
+TILE_STAGE = r"(weights|intra|last|tail|final|tiled)(\d+)"
+
 RACY = {"parallel", "vectorize", "gpu_blocks", "gpu_threads", "gpu_tile"}
 
 
@@ -144,6 +147,7 @@ class _Recorder:
         self.el, self.sched, self.outputs = el, sched, outputs
         self.states: dict[tuple[int, int], _State] = {}
         self.pending: list[tuple[Func, Directive, ast.Call]] = []
+        self.tile_stages: dict[tuple[int, int], dict[str, Func]] = {}
 
     def state(self, f: Func, stage: int) -> _State:
         key = (id(f), stage)
@@ -210,6 +214,10 @@ class _Recorder:
             if tail is not None and isinstance(args[-1], str):
                 self.el.error(f"{name}({args[0]}) does not split, so it takes no tail strategy", tail[1],
                               f"give a factor first: {name}({args[0]}, 8, {tail[0]})")
+            if stand_in(f) and name in ("reorder_storage", "tile_iir", "rfactor", "memoize", "compute_inline"):
+                self.el.error(f"'{name}' does not apply to '{f.name}', a stage of tile_iir", call.func.name_span,
+                              "its stages take loop directives (split, reorder, vectorize, parallel, ...) "
+                              "and compute_at/compute_root")
             self.apply(f, stage, name, args, call)
             self.sched.add(f, Directive(name, args, call.span, stage, tail[0] if tail else None))
             if name == "rfactor":
@@ -242,6 +250,10 @@ class _Recorder:
 
     def _func(self, node, scope) -> Func:
         from hdsl.frontend.elaborate import DefContext
+        if isinstance(node, ast.Attr) and re.fullmatch(TILE_STAGE, node.name):
+            base = self.el.value(node.obj, scope, DefContext(None, None))
+            if isinstance(base, FuncVal) and node.name not in base.func.locals:
+                return self._tile_stage(base.func, node)
         if isinstance(node, ast.Name) and scope.lookup(node.id) is None:
             names = [n for n in scope.all_names() if isinstance(scope.lookup(n), FuncVal)]
             guess = did_you_mean(node.id, names)
@@ -252,6 +264,27 @@ class _Recorder:
             self.el.error(f"{self.el.named(node, v)}; only Funcs can be scheduled", node.span,
                           "schedules name Funcs defined in the algorithm")
         return v.func
+
+    def _tile_stage(self, f: Func, node) -> Func:
+        """`rf.final2`: a stage that tile_iir makes of filter update(2) of rf, as a stand-in
+        Func of the same shape (its directives replace the stage's defaults when lowered)."""
+        from hdsl.lower.tile_iir import stage_funcs
+        m = re.fullmatch(TILE_STAGE, node.name)
+        kind, k = m.group(1), int(m.group(2))
+        filters = [i for i, u in enumerate(f.updates) if u.iir is not None]
+        if k not in filters:
+            self.el.error(f"'{f.name}' has no recursive filter update({k}), so no stage '{node.name}'",
+                          node.name_span, f"its filters are update({'), update('.join(map(str, filters))})"
+                          if filters else f"'{f.name}' has no .iir filter")
+        dim = f.args[f.updates[k].iir[0]]
+        if not any(d.name == "tile_iir" and d.args[0] == dim for d in self.sched.for_func(f)):
+            self.el.error(f"'{f.name}.{node.name}' is a stage of {f.name}.tile_iir({dim}, n), which this schedule "
+                          "has not given (yet)", node.name_span,
+                          f"write {f.name}.tile_iir({dim}, n) before scheduling its stages")
+        key = (id(f), k)
+        if key not in self.tile_stages:
+            self.tile_stages[key] = {g.name.rsplit(".", 1)[1]: g for g in stage_funcs(f, k)}
+        return self.tile_stages[key][node.name]
 
     def args(self, f, stage, call, scope):
         name = call.func.name
@@ -401,7 +434,7 @@ class _Recorder:
                 el.error(f"output '{f.name}' is computed at the root; it cannot be computed inside another Func",
                          call.func.name_span, "remove this directive; outputs are always computed at the root")
             g = args[0]
-            if (g is f or not _consumes(g, f)) and id(g) not in el.broken:
+            if (g is f or not _consumes(g, f)) and id(g) not in el.broken and not stand_in(f) and not stand_in(g):
                 users = [h.name for h in self._users(f)]
                 el.error(f"'{g.name}' does not use '{f.name}', so '{f.name}' cannot be computed inside it",
                          at(0), f"{name} names a Func that reads '{f.name}': "
@@ -525,6 +558,11 @@ class _Recorder:
                                f"({where})", directive_span(call) if call is not None else st.span,
                                f"its storage must enclose its computation: store it where it is computed or "
                                f"further out: {outer}")
+
+
+def stand_in(f: Func) -> bool:
+    """A stage of tile_iir named in a schedule (lower/tile_iir.py builds the real one)."""
+    return getattr(f, "tile_stage_of", None) is not None
 
 
 def directive_span(call: ast.Call):

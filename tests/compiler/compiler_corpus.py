@@ -97,6 +97,9 @@ CORPUS: dict[str, Spec] = {s.name: s for s in [
     Spec("sat", _one(np.uint16)),
     Spec("iir", _one(np.float32, 0.0, 1.0),
          params=[{}, {"b0": 0.3, "a1": 0.7, "c0": 0.6, "c1": 0.5, "c2": -0.1}]),
+    # the stdlib's recursive filters (tile_iir drawn on them: see for_schedule)
+    # (the filters read img without a boundary condition: no wide bound() on intermediates)
+    Spec("recursive", _one(np.float32, 0.0, 1.0), params=[{}, {"a": 0.3, "sigma": 3.0}], bound_intermediates=False),
     Spec("argmax_tuple", _one(np.uint8, 0, 7)),       # a small range: many ties
     Spec("multi_out", _one(np.uint8)),
     Spec("outputs_chain", _one(np.uint8)),

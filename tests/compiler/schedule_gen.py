@@ -579,7 +579,16 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
         iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
         if iir_dims and "tile_iir" not in exclude and ch.bool(40):
             # the tiled filters replace their update stages (their directives are dropped)
-            out.lines.append(f"{inf.sname}.tile_iir({f.args[ch.choice(iir_dims)]}, {ch.int(2, 9)})")
+            d = ch.choice(iir_dims)
+            out.lines.append(f"{inf.sname}.tile_iir({f.args[d]}, {ch.int(2, 9)})")
+            if ch.bool(40):
+                # a stage it makes of one of the filters along d, named (update k: .lastK,
+                # .finalK; their loops over the tiles run in any order)
+                k = ch.choice([i for i, u in enumerate(f.updates) if u.iir is not None and u.iir[0] == d])
+                tile = f"{f.args[d]}_tile"
+                out.lines.append(ch.choice([f"{inf.sname}.last{k}.parallel({tile})",
+                                            f"{inf.sname}.final{k}.update(0).parallel({tile})",
+                                            f"{inf.sname}.final{k}.compute_root().parallel({tile})"]))
         if lv.kind == "root" and not inf.is_output:
             out.lines.append(f"{inf.sname}.compute_root()")
         elif lv.kind == "at":

@@ -137,3 +137,88 @@ schedule producer_in_consumer {
     for h, w in ((1, 1), (5, 7), (3, 12)):
         img = np.random.RandomState(w).rand(h, w).astype(np.float32)
         np.testing.assert_allclose(p.compile("host", schedule=schedule)(img=img), p(img=img), rtol=1e-5, atol=1e-6)
+
+
+NAMED = """
+pipeline named
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    rf(x, y) = img(x, y)
+    rf.iir(+x, 0..img.width, 0.5f, [0.5f])
+    rf.iir(-y, 0..img.height, 0.25f, [1.1f, -0.35f])
+    out(x, y) = rf(x, y)
+}
+schedule named {
+    rf.compute_root().tile_iir(x, 4).tile_iir(y, 8)
+    rf.final0.compute_root().vectorize(y, 4).parallel(x_tile)
+    rf.final0.update(0).parallel(x_tile)
+    rf.tiled1.vectorize(x, 4)
+    rf.intra1.compute_at(rf.last1, y_tile)
+    rf.tail1.update(0).vectorize(x, 4)
+}
+schedule default { rf.compute_root().tile_iir(x, 4).tile_iir(y, 8) }
+"""
+
+
+def _loops(text, schedule):
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    return stmt_str(lower(hdsl.loads(text, "t.hl").ir, schedule).stmt)
+
+
+def test_named_stages_take_their_directives():
+    """The stages tile_iir makes of filter update(k) are rf.weightsK, rf.intraK, rf.lastK,
+    rf.tailK, rf.finalK and rf.tiledK: a schedule names them like any Func, its directives
+    replace that stage's defaults, and every schedule gives the evaluator's values."""
+    p = hdsl.loads(NAMED, "named.hl")
+    for h, w in ((1, 1), (5, 7), (17, 33)):
+        img = np.random.RandomState(w).rand(h, w).astype(np.float32)
+        ref = p(img=img)
+        for s in ("named", "default"):
+            np.testing.assert_allclose(p.compile("host", schedule=s)(img=img), ref, rtol=1e-5, atol=1e-6)
+    named, default = _loops(NAMED, "named"), _loops(NAMED, "default")
+    # final0 at the root with its tiles in parallel (by default: inside rf.tiled0's tiles)
+    assert "parallel for rf.final0.s0.x_tile" in named and "parallel for rf.final0.s1.x_tile" in named
+    assert "parallel for rf.final0" not in default
+    # rf.tiled1 (the last filter's result) was scheduled, so it stays a Func of its own;
+    # by default rf itself is that result
+    assert "allocate rf.tiled1" in named and "allocate rf.tiled1" not in default
+    assert "vectorized for rf.tiled1.s0.x_i" in named
+
+
+def test_default_schedule_vectorizes_and_parallelizes_the_stages():
+    """The default: each tile's recursion runs with the lanes (another dim, or other tiles)
+    innermost and vectorized, blocks of lanes in parallel; the serial chain over the tiles
+    touches k values per tile; the last filter's result is f itself (no extra copy)."""
+    text = _loops(NAMED, "default")
+    for stage in ("rf.intra0.s1", "rf.final0.s1", "rf.intra1.s1", "rf.final1.s1"):
+        assert f"vectorized for {stage}" in text, stage
+    assert "parallel for rf.last0" in text and "parallel for rf.last1" in text
+    assert "allocate rf.tiled1" not in text
+
+
+@pytest.mark.parametrize("stage,message", [
+    ("rf.final7.compute_root()", "'rf' has no recursive filter update(7), so no stage 'final7'"),
+    ("rf.last1.compute_root()\n    rf.tile_iir(y, 8)",
+     "'rf.last1' is a stage of rf.tile_iir(y, n), which this schedule has not given (yet)"),
+    ("rf.tile_iir(y, 8)\n    rf.final1.reorder_storage(y_in, x)",
+     "'reorder_storage' does not apply to 'rf.final1', a stage of tile_iir"),
+])
+def test_naming_a_stage_that_does_not_exist(stage, message):
+    text = NAMED.split("schedule named")[0] + "schedule s {\n    rf.compute_root().tile_iir(x, 4)\n    " + stage + "\n}\n"
+    with pytest.raises(hdsl.HdslError) as e:
+        hdsl.loads(text, "t.hl")
+    assert message in str(e.value)
+
+
+def test_filters_along_one_dim_run_as_a_cascade():
+    """x+ then x- (and y+ then y-), tiled with the same tiles: the second filter's stages read
+    the first one's tiles recomputed in the cache (rf.final0 inside rf.tiled1's tiles, a copy
+    inside rf.last1's), so the first filter's result is never written out; the values are
+    the serial filters' (test_float_filters_match_the_serial_filter runs this schedule)."""
+    text = _loops(FLOAT, "both")
+    assert "allocate rf.tiled0" not in text and "allocate rf.tiled2" not in text
+    assert "allocate rf.final0.for_last" in text and "allocate rf.final2.for_last" in text
+    # x_only tiles x alone: its two filters cascade, the y filters stay serial updates of rf
+    assert "allocate rf.tiled0" not in _loops(FLOAT, "x_only")
