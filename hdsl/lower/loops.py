@@ -798,23 +798,23 @@ def _bounding(e: Expr, sign: int) -> list[Expr]:
     return out
 
 
-def check_shifted(shifted, p, schedule: str | None) -> list[tuple[int, int, int]]:
+def check_shifted(shifted, p, schedule: str | None, target="host") -> list[tuple[int, int, int]]:
     """The requirements of the shifted form (shift_requirements), after checking that lowering
     shifted no split they leave out (that form would then run on outputs too narrow for it)."""
     from hdsl.diagnostics import InternalError
-    reqs = shift_requirements(p, schedule)
+    reqs = shift_requirements(p, schedule, target)
     extra = set(shifted) - set(reqs)
     if extra:
         raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
     return reqs
 
 
-def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
+def shift_requirements(p, schedule: str | None, target="host") -> list[tuple[int, int, int]]:
     """(output, dim, factor) for each split that the shifted variant of a schedule shifts
     inwards (the rule of `shifts`, read from the directives alone, without lowering): that
     variant is valid only when every such output dim is at least its factor wide."""
     from hdsl.lower.lower import choose_schedule
-    sched = choose_schedule(p, schedule)
+    sched = choose_schedule(p, schedule, target)
     if sched is None:
         return []
     reqs = []

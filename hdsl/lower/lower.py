@@ -23,17 +23,23 @@ from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, 
                               loop_names, strip_region_clamps)
 from hdsl.lower.symbolic import box_of
 from hdsl.schedule.record import refuse_unsupported
+from hdsl.target import Target, parse_target
 
 PASSES = ("schedule_functions", "bounds_checks", "strip_region_clamps", "flatten", "partition_loops",
           "hoist_invariants")
 
 
-def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
+def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
+    """The schedule block named, else the target's own (`schedule cuda` for the CUDA targets and
+    cuda-emulate, `schedule opengl` for opengl), else `schedule cpu`, else the unnamed one."""
     if name is not None:
         if name not in p.schedules:
             names = ", ".join(n for n in p.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{p.name}' has no schedule '{name}'", None, f"its named schedules: {names}")
         return p.schedules[name]
+    own = parse_target(target).schedule
+    if own is not None and own in p.schedules:
+        return p.schedules[own]
     if "cpu" in p.schedules:
         return p.schedules["cpu"]
     return p.schedules.get(None)
@@ -220,11 +226,13 @@ def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
     return block(*checks, stmt)
 
 
-def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_outputs: bool = False) -> Lowered:
+def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "host",
+          shift_outputs: bool = False) -> Lowered:
     """The loop nest of p under `schedule`. shift_outputs: the outputs' splits shift their
     last tile inwards (Halide's ShiftInwards) instead of guarding it; the result is then
     valid only for outputs at least as wide as the split factors (loops.shift_requirements)."""
     clear_interned()       # expressions are hash-consed per lowering
+    target = parse_target(target)
     sched = choose_schedule(p, schedule, target)
     refuse_unsupported(sched, target)
     stages, timings = {}, {}

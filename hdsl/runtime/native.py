@@ -10,6 +10,7 @@ import numpy as np
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+from hdsl.target import Target, parse_target
 
 DIM_NAMES = "xyc"
 
@@ -21,15 +22,15 @@ def _dim(d: int) -> str:
 class _Variant:
     """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
 
-    def __init__(self, p: Pipeline, schedule, target: str, fast_math: bool, name: str, use_cache: bool, shift: bool):
+    def __init__(self, p: Pipeline, schedule, target: Target, name: str, use_cache: bool, shift: bool):
         from hdsl.runtime.jit import CompiledFunction, cache_write, read_sealed, source_cache_path
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
-            p, schedule, target, fast_math, name, shift
+            p, schedule, target, target.fast_math, name, shift
         self._lowered = self._module = None
-        key_target = (target + ("-fast_math" if fast_math else "")) + ("#shift" if shift else "")
+        key_target = target.name + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
-        self.fn = CompiledFunction.from_object(src_path, name, target) if src_path is not None else None
+        self.fn = CompiledFunction.from_object(src_path, name, target.cpu) if src_path is not None else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
@@ -41,14 +42,14 @@ class _Variant:
             parts = split_module(self.module, compile_jobs())     # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted
-            check_shifted(self.lowered.shifted, p, schedule)
+            check_shifted(self.lowered.shifted, p, schedule, target)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
         # collection would walk: dropped now (the properties rebuild them on demand)
         self._lowered = self._module = None
         clear_interned()
-        self.fn = CompiledFunction(parts, name, target, use_cache)
+        self.fn = CompiledFunction(parts, name, target.cpu, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
             packed = read_sealed(self.fn.object_path)
@@ -81,24 +82,22 @@ class NativePipeline:
     computed per tile has constant sizes); outputs narrower than a split factor run a second
     form whose last tiles are guarded instead, compiled the first time one is asked for."""
 
-    def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
+    def __init__(self, p: Pipeline, schedule: str | None = None, target: "str | Target" = "host",
+                 use_cache: bool = True):
         from hdsl.lower.loops import shift_requirements
-        # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
-        fast_math = target.endswith("-fast_math")
-        base = target[: -len("-fast_math")] if fast_math else target
-        self.p, self.schedule, self.target, self.fast_math = p, schedule, base, fast_math
+        target = parse_target(target)
+        self.p, self.schedule, self.target, self.fast_math = p, schedule, target, target.fast_math
         self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
         self.use_cache = use_cache
-        self.requirements = shift_requirements(p, schedule)
-        self.primary = _Variant(p, schedule, base, fast_math, self.name, use_cache, bool(self.requirements))
+        self.requirements = shift_requirements(p, schedule, target)
+        self.primary = _Variant(p, schedule, target, self.name, use_cache, bool(self.requirements))
         self._guarded = None if self.requirements else self.primary
         self.timings = self.primary.timings
 
     @property
     def guarded(self) -> _Variant:
         if self._guarded is None:
-            self._guarded = _Variant(self.p, self.schedule, self.target, self.fast_math, self.name,
-                                     self.use_cache, False)
+            self._guarded = _Variant(self.p, self.schedule, self.target, self.name, self.use_cache, False)
         return self._guarded
 
     def variant(self, sizes) -> _Variant:
