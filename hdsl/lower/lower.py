@@ -9,10 +9,11 @@ from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, walk
 from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
-from hdsl.ir.verify import verify
+from hdsl.ir.verify import entry_symbols, verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
+from hdsl.lower.gpu import check_gpu_loops, gpu_memory, outline_kernels
 from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
@@ -25,8 +26,8 @@ from hdsl.lower.symbolic import box_of
 from hdsl.schedule.record import refuse_unsupported
 from hdsl.target import Target, parse_target
 
-PASSES = ("schedule_functions", "bounds_checks", "strip_region_clamps", "flatten", "partition_loops",
-          "hoist_invariants")
+PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_region_clamps", "flatten", "gpu_memory",
+          "partition_loops", "hoist_invariants", "outline_kernels")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
@@ -245,11 +246,12 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
         timings[name] = time.perf_counter() - t0
         stages[name] = out
         if check:       # tests and --debug: the verifier between passes
-            verify(out, p, flat=(name in ("flatten", "partition_loops", "hoist_invariants")))
+            verify(out, p, flat=(PASSES.index(name) >= PASSES.index("flatten")))
         return out
 
     info: dict = {}
     stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
+    stmt = run("check_gpu_loops", check_gpu_loops, stmt, sched)
     check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     # every region and input check is written: the no-op clamps bounds inference needed on
@@ -264,8 +266,10 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
                     order = [f.args.index(a) for a in d.args]
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
     stmt = run("flatten", flatten, stmt, orders)
+    stmt = run("gpu_memory", gpu_memory, stmt)
     stmt = run("partition_loops", partition_loops, stmt)
     stmt = run("hoist_invariants", hoist_invariants, stmt)
+    stmt = run("outline_kernels", outline_kernels, stmt, target.device, entry_symbols(p), p.name)
     low = Lowered(stmt, p, stages, timings)
     low.shifted = info.get("shifted", set())
     return low
