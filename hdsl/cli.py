@@ -300,7 +300,7 @@ def cmd_lower(args) -> int:
     from hdsl.lower.lower import PASSES, lower
     p = hdsl.load(args.file)
     if args.emit in ("llvm", "asm"):
-        from hdsl.codegen.llvm import generate
+        from hdsl.codegen.cpu import generate
         low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
         module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
         if args.emit == "llvm":
