@@ -83,7 +83,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
 def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, schedule: str | None,
                   emit: tuple[str, ...], name: str) -> dict[str, Path]:
     from hdsl.codegen.c_header import header, wrapper
-    from hdsl.codegen.llvm import generate, split_module
+    from hdsl.codegen.cpu import generate
+    from hdsl.codegen.modules import split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
     from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine

@@ -302,7 +302,7 @@ def cmd_lower(args) -> int:
     target = parse_target(args.target)
     p = hdsl.load(args.file)
     if args.emit in ("llvm", "asm"):
-        from hdsl.codegen.llvm import generate
+        from hdsl.codegen.cpu import generate
         low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
         module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
         if args.emit == "llvm":

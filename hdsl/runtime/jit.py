@@ -1,6 +1,6 @@
 """Compile a lowered pipeline with LLVM and call it from Python.
 
-A large module is compiled in parts (codegen.llvm.split_module), each by its
+A large module is compiled in parts (codegen.modules.split_module), each by its
 own process at once (this one and forked children: llvmlite lets one thread
 into LLVM at a time), and the JIT links their objects together.
 
@@ -390,7 +390,7 @@ def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
     jobs = max(1, min(jobs, len(texts))) if hasattr(os, "fork") else 1
     if jobs == 1:
         return _emit(texts, tm)
-    from hdsl.codegen.llvm import balance
+    from hdsl.codegen.modules import balance
     groups = balance([len(t) for t in texts], jobs)
     children, mine = [], list(groups[0])
     try:
@@ -419,7 +419,7 @@ def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
 
 
 class CompiledFunction:
-    """Native code for one LLVM module, given whole or as parts (codegen.llvm.split_module)
+    """Native code for one LLVM module, given whole or as parts (codegen.modules.split_module)
     that are compiled in parallel and linked by the JIT."""
 
     def __init__(self, llvm_ir: str | list[str], name: str, target: str, use_cache: bool = True):

@@ -35,7 +35,7 @@ class _Variant:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
-        from hdsl.codegen.llvm import split_module
+        from hdsl.codegen.modules import split_module
         from hdsl.ir.expr import clear_interned, no_collection
         from hdsl.runtime.jit import compile_jobs
         with no_collection():
@@ -67,7 +67,7 @@ class _Variant:
     @property
     def module(self):
         if self._module is None:
-            from hdsl.codegen.llvm import generate
+            from hdsl.codegen.cpu import generate
             self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
         return self._module
 
