@@ -6,8 +6,8 @@ The generated function is
 
 where args[k] points at input k's buffer struct, then at each param's value,
 then at each output's buffer struct (in declaration order). A buffer struct is
-`{ ptr host, i32 dims, i32 elem_bytes, i64 min[8], i64 extent[8], i64 stride[8] }`
-(strides in elements). It returns 0, or an error code with four i64 values in
+`{ ptr host, i32 dims, i32 elem_bytes, i64 min[8], i64 extent[8], i64 stride[8], u64 device,
+ptr device_interface, u64 flags }` (strides in elements; hdsl/runtime/abi.py). It returns 0, or an error code with four i64 values in
 err_info (see hdsl/lower/loops.py for the codes).
 
 On top of the base's statements and operator semantics (hdsl/codegen/llvm.py) this adds
@@ -28,10 +28,10 @@ from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import Allocate, Block, For, IfThenElse, LetStmt, Load, Stmt, Store
 from hdsl.ir.types import I32, I64, Type
 from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE
+from hdsl.runtime.abi import llvm_buffer_type
 
 MAX_DIMS = 8
-BUFFER_T = ir.LiteralStructType([PTR, I32T, I32T, ir.ArrayType(I64T, MAX_DIMS), ir.ArrayType(I64T, MAX_DIMS),
-                                 ir.ArrayType(I64T, MAX_DIMS)])
+BUFFER_T = llvm_buffer_type()           # hdsl/runtime/abi.py
 TASK_T = ir.FunctionType(I32T, [PTR, I32T])
 
 # allocations up to this many bytes are made on the stack (the pool's threads have 8 MiB)
@@ -75,10 +75,15 @@ class CodeGenCPU(CodeGenLLVM):
             self._bind_buffer(st, f.name, arg(k), f.dims, nbuf)
             k += 1
             nbuf += 1
+        self.entry(st, arg, k)
         self.stmt(st, stmt)
         if not b.block.is_terminated:
             b.ret(ir.Constant(I32T, 0))
         return self.module
+
+    def entry(self, st: _Fn, arg, k: int) -> None:
+        """After the arguments are bound: arguments past the outputs (arg(k), ...) for a
+        subclass (GPU pipelines take their device table there, codegen/device_host.py)."""
 
     def _bind_buffer(self, st: _Fn, name: str, ptr, dims: int, which: int):
         """The buffer's host pointer, mins, extents and strides (i32). Offsets into it are

@@ -26,6 +26,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
+from hdsl.ir.closure import mentioned_names
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
@@ -814,45 +815,6 @@ def _suffix(t: ir.Type) -> str:
 
 
 def _free_names(s: Stmt) -> set[str]:
-    """Every variable and buffer name a statement mentions (a superset of its free names)."""
-    names: set[str] = set()
-
-    def ex(e: Expr):
-        for n in walk(e):
-            if isinstance(n, (Var, Param)):
-                names.add(n.name)
-            elif isinstance(n, Load):
-                names.add(n.buffer)
-
-    def visit(x):
-        if isinstance(x, Block):
-            for y in x.stmts:
-                visit(y)
-        elif isinstance(x, LetStmt):
-            ex(x.value)
-            visit(x.body)
-        elif isinstance(x, For):
-            ex(x.min)
-            ex(x.extent)
-            visit(x.body)
-        elif isinstance(x, IfThenElse):
-            ex(x.cond)
-            visit(x.then)
-            if x.otherwise is not None:
-                visit(x.otherwise)
-        elif isinstance(x, Store):
-            names.add(x.buffer)
-            ex(x.index)
-            ex(x.value)
-        elif isinstance(x, Allocate):
-            ex(x.size)
-            visit(x.body)
-        elif isinstance(x, Assert):
-            ex(x.cond)
-            for i in x.info:
-                ex(i)
-        elif isinstance(x, Evaluate):
-            ex(x.value)
-    visit(s)
-    return names
-
+    """Every variable and buffer name a statement mentions (a superset of its free names):
+    the closure analysis kernel outlining shares (hdsl/ir/closure.py)."""
+    return mentioned_names(s)

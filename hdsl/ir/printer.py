@@ -5,7 +5,7 @@ import threading
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var)
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, GpuBarrier, IfThenElse, LaunchKernel, Let, LetStmt, Load, Provide, Realize,
+from hdsl.ir.stmt import (Allocate, Assert, Block, DeviceSync, Evaluate, For, GpuBarrier, IfThenElse, LaunchKernel, Let, LetStmt, Load, Provide, Realize,
                           Stmt, Store, own_exprs)
 
 _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "|": 4, "^": 5, "&": 6,
@@ -158,6 +158,8 @@ def _stmt_str(s: Stmt, indent: int = 0) -> str:
         return f"{pad}allocate {s.name}: {s.type}[{expr_str(s.size)}]{where}\n" + stmt_str(s.body, indent)
     if isinstance(s, GpuBarrier):
         return f"{pad}gpu_barrier\n"
+    if isinstance(s, DeviceSync):
+        return f"{pad}device_sync {s.buffer} {s.op}\n"
     if isinstance(s, LaunchKernel):
         k = s.kernel
         args = ", ".join(f"{a.name}" + (f" ({a.access})" if a.kind == "buffer" else "") for a in k.args)

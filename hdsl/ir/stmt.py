@@ -17,7 +17,12 @@ Semantics, one line each:
 - GpuBarrier: every thread of a GPU block waits here (between the thread-loop nests
   of a block that share memory).
 - LaunchKernel: run `kernel` (hdsl/ir/kernel.py) on `device` over `grid` blocks
-  (x first); the host side copies buffers to and from the device as needed.
+  (x first); first each buffer arg is made current on the device (allocated there,
+  copied in if the host's copy is newer), after it the buffers it writes are newer on
+  the device (Halide's dirty bits, kept at run time in the buffer's device fields).
+- DeviceSync: host code around launches (hdsl/lower/gpu.py device_copies): `op` is
+  "to_host" (copy `buffer` back if the device's copy is newer: before host code uses it)
+  or "host_written" (the host's copy is now the newer one).
 - Assert: if `cond` is false, stop with error `code`; `info` are i64 values
   saved for the error message (which input, which dimension, what range).
 - Evaluate: compute an expression for its effect (print).
@@ -97,6 +102,12 @@ class Allocate(Stmt):
 @dataclass(frozen=True, slots=True, eq=False)
 class GpuBarrier(Stmt):
     pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviceSync(Stmt):
+    buffer: str
+    op: str                 # "to_host" | "host_written"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hdsl.diagnostics import InternalError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, InputCall, Param, Select, Var, walk
 from hdsl.ir.func import Pipeline
-from hdsl.ir.stmt import (GPU_KINDS, MEMORY_KINDS, Allocate, Assert, Block, Evaluate, For, GpuBarrier, IfThenElse,
+from hdsl.ir.stmt import (GPU_KINDS, MEMORY_KINDS, Allocate, Assert, Block, DeviceSync, Evaluate, For, GpuBarrier, IfThenElse,
                           LaunchKernel, LetStmt, Load, Provide, Realize, Stmt, Store)
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", *GPU_KINDS)
@@ -99,6 +99,9 @@ class _Verifier:
             self.expr(s.value, scope)
         elif isinstance(s, GpuBarrier):
             pass
+        elif isinstance(s, DeviceSync):
+            if s.buffer not in scope or s.op not in ("to_host", "host_written"):
+                self.fail(f"device_sync {s.buffer} {s.op}")
 
     def kernel(self, s: LaunchKernel, scope):
         """A launch: its grid in host scope; the kernel's body sees its args only, its

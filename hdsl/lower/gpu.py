@@ -1,6 +1,6 @@
 """GPU lowering: from loops marked gpu_block / gpu_thread to kernels and launches.
 
-Three passes (their places in lower.py's PASSES):
+Four passes (their places in lower.py's PASSES):
 
 - `check_gpu_loops`, right after schedule_functions: the nesting rules, as errors at the
   directive. Thread loops lie inside block loops; block loops are not inside thread
@@ -22,6 +22,9 @@ Three passes (their places in lower.py's PASSES):
   them; a difference of two mins sharing a bound, `min(a + 15, m) - min(a, m)`, the
   extent of a clamped tile, is bounded by `15` first).
 
+- `device_copies`, after outlining: DeviceSync statements where host code touches a
+  buffer that kernels use (see its docstring).
+
 GPU dims come from nesting: in a nest, the innermost block loop is dim x (0), the next
 outer y (1), then z (2); likewise thread loops.
 """
@@ -33,8 +36,8 @@ from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, substitute
 from hdsl.ir.func import Schedule
 from hdsl.ir.kernel import Kernel, KernelArg
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Allocate, Block, For, GpuBarrier, LaunchKernel, LetStmt, Provide,
-                          Stmt, block, children, with_children)
+from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Allocate, Block, DeviceSync, For, GpuBarrier, LaunchKernel, LetStmt,
+                          Provide, Stmt, block, children, own_exprs, with_children)
 from hdsl.ir.types import I32, I64
 from hdsl.lower.symbolic import expr_bounds
 
@@ -368,6 +371,48 @@ def _cancel_sum(e: Expr) -> Expr:
         else:
             acc = BinOp("+" if s == 1 else "-", acc, t, e.type)
     return acc if acc is not None else Const(e.type, 0)
+
+
+# ------------------------------------------------------------------ host and device copies
+def device_copies(stmt: Stmt, outputs: list[str]) -> Stmt:
+    """DeviceSync statements around host code that touches a buffer some kernel uses:
+    "to_host" before it (the device's copy may be newer), "host_written" after it when it
+    writes the buffer; and at the end each such output back to the host. Launches make
+    their own buffers current on the device (codegen), so a pipeline whose stages all
+    run on the GPU copies each input in once and each output out once."""
+    on_device = {a.name for k in kernels_of(stmt) for a in k.kernel.buffers()}
+    if not on_device:
+        return stmt
+
+    def host_part(s: Stmt) -> Stmt:
+        uses = {n: u for n, u in mentioned(s).items() if n in on_device and u.kind == "buffer"}
+        if not uses:
+            return s
+        before = [DeviceSync(n, "to_host") for n in uses]
+        after = [DeviceSync(n, "host_written") for n, u in uses.items() if u.written]
+        return block(*before, s, *after)
+
+    def visit(s: Stmt) -> Stmt:
+        if isinstance(s, LaunchKernel):
+            return s
+        if not _has_launch(s):
+            return host_part(s)
+        own = {n for e in own_exprs(s) for n in (x.buffer for x in _loads(e)) if n in on_device}
+        kids = children(s)
+        new = with_children(s, [visit(k) for k in kids]) if kids else s
+        return block(*[DeviceSync(n, "to_host") for n in sorted(own)], new)
+    out = visit(stmt)
+    return block(out, *[DeviceSync(n, "to_host") for n in outputs if n in on_device])
+
+
+def _has_launch(s: Stmt) -> bool:
+    return isinstance(s, LaunchKernel) or any(_has_launch(k) for k in children(s))
+
+
+def _loads(e: Expr):
+    from hdsl.ir.expr import walk
+    from hdsl.ir.stmt import Load
+    return [n for n in walk(e) if isinstance(n, Load)]
 
 
 def kernels_of(stmt: Stmt) -> list[LaunchKernel]:

@@ -141,10 +141,7 @@ def cache_write(path: Path | None, data: bytes) -> bool:
         return False
 
 
-class BufferStruct(ctypes.Structure):
-    _fields_ = [("host", ctypes.c_void_p), ("dims", ctypes.c_int32), ("elem_bytes", ctypes.c_int32),
-                ("min", ctypes.c_int64 * MAX_DIMS), ("extent", ctypes.c_int64 * MAX_DIMS),
-                ("stride", ctypes.c_int64 * MAX_DIMS)]
+from hdsl.runtime.abi import BufferStruct  # noqa: E402 (the one buffer ABI)
 
 
 def make_buffer(arr: np.ndarray, mins=None) -> BufferStruct:
@@ -500,7 +497,8 @@ def source_cache_path(source_key: str, schedule: str | None, target: str) -> Pat
     without a usable cache)."""
     from llvmlite import binding as llvm
     _init_llvm()
-    cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") else ""
+    cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") or "#cpu=host" in target \
+        else ""
     text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version()])
     cache = cache_dir()
     return cache / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o" if cache is not None else None

@@ -10,6 +10,7 @@ import numpy as np
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
 
 DIM_NAMES = "xyc"
@@ -28,7 +29,8 @@ class _Variant:
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
             p, schedule, target, target.fast_math, name, shift
         self._lowered = self._module = None
-        key_target = target.name + ("#shift" if shift else "")
+        # (a GPU target's host code is compiled for target.cpu: "host" keys by this machine's CPU)
+        key_target = target.name + (f"#cpu={target.cpu}" if target.is_gpu else "") + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
         self.fn = CompiledFunction.from_object(src_path, name, target.cpu) if src_path is not None else None
         if self.fn is not None:
@@ -67,8 +69,13 @@ class _Variant:
     @property
     def module(self):
         if self._module is None:
-            from hdsl.codegen.cpu import generate
-            self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
+            if self.target.is_gpu:
+                from hdsl.codegen.device_host import generate as generate_gpu
+                self._module = generate_gpu(self.p, self.lowered.stmt, self.name, self.fast_math,
+                                            device=self.target.device)
+            else:
+                from hdsl.codegen.cpu import generate
+                self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
         return self._module
 
     @property
@@ -90,6 +97,8 @@ class NativePipeline:
         self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
         self.use_cache = use_cache
         self.requirements = shift_requirements(p, schedule, target)
+        # GPU targets: the Device the pipeline's host code calls through its table
+        self.device = device_for(target.device) if target.is_gpu else None
         self.primary = _Variant(p, schedule, target, self.name, use_cache, bool(self.requirements))
         self._guarded = None if self.requirements else self.primary
         self.timings = self.primary.timings
@@ -153,7 +162,18 @@ class NativePipeline:
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
-        code, info = self.variant(sizes).fn(ptrs)
+        if self.device is not None:
+            # GPU pipelines take the device table after the outputs (runtime/device.py)
+            table = self.device.table()
+            ptrs.append(ctypes.addressof(table))
+            self.device.error = None
+        try:
+            code, info = self.variant(sizes).fn(ptrs)
+        finally:
+            if self.device is not None:
+                self.device.release()
+        if code == ERR_DEVICE:
+            raise HdslError(f"the {self.target.device} device failed: {self.device.error}", None)
         if code != 0:
             raise self.error(code, info, inputs, sizes, mins, params)
         return outs
