@@ -55,6 +55,11 @@ def _loop_parts(var: str) -> tuple[str, str]:
     return func, dim
 
 
+def _pretty(var: str) -> str:
+    func, dim = _loop_parts(var)
+    return f"'{dim}' of '{func}'"
+
+
 def _directive(sched: Schedule | None, var: str, names=GPU_DIRECTIVES):
     """The directive that made loop `var` what it is (for an error's position)."""
     if sched is None:
@@ -91,48 +96,54 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
     """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
 
     def visit(s: Stmt, blocks: int, threads: int, cpu: str | None, thread_size: int, kernel_has_threads: bool,
-              top_block: str | None):
+              top_block: str | None, in_block_chain: bool = False):
         if isinstance(s, For):
             if s.kind == GPU_BLOCK:
                 if threads:
-                    raise _error(f"GPU block loop '{s.var}' is inside a GPU thread loop", sched, s.var,
+                    raise _error(f"GPU block loop {_pretty(s.var)} is inside a GPU thread loop", sched, s.var,
                                  "mark the outer loops gpu_blocks and the inner ones gpu_threads")
                 if cpu is not None:
-                    raise _error(f"GPU loop '{s.var}' is inside a {cpu} loop", sched, s.var,
+                    raise _error(f"GPU loop {_pretty(s.var)} is inside a {cpu} loop", sched, s.var,
                                  "a kernel is launched from the host: leave the loops around it serial")
+                if blocks and not in_block_chain:
+                    raise _error(f"GPU block loop {_pretty(s.var)} is inside the kernel of GPU block loop "
+                                 f"{_pretty(top_block)}", sched, s.var,
+                                 "a Func computed inside a kernel takes gpu_threads only, or compute it at the root")
                 if blocks >= MAX_GPU_DIMS:
-                    raise _error(f"more than {MAX_GPU_DIMS} GPU block dims at loop '{s.var}'", sched, s.var,
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU block dims at loop {_pretty(s.var)}", sched, s.var,
                                  "fuse loops first (fuse(x, y, xy)), or keep some serial")
                 if blocks == 0:
                     kernel_has_threads = _has_kind(s.body, GPU_THREAD)
                     top_block = s.var
-                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block)
+                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True)
             if s.kind == GPU_THREAD:
                 if not blocks:
-                    raise _error(f"GPU thread loop '{s.var}' is not inside a GPU block loop", sched, s.var,
+                    raise _error(f"GPU thread loop {_pretty(s.var)} is not inside a GPU block loop", sched, s.var,
                                  "mark an outer loop gpu_blocks (gpu_tile does both)")
                 if threads >= MAX_GPU_DIMS:
-                    raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop '{s.var}'", sched, s.var,
-                                 "fuse loops first (fuse(x, y, xy)), or keep some serial")
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop {_pretty(s.var)}", sched,
+                                 s.var, "fuse loops first (fuse(x, y, xy)), or keep some serial")
                 n = _const(s.extent)
                 size = thread_size * n if n is not None else thread_size
                 if n is not None and size > MAX_THREADS:
-                    raise _error(f"a GPU block of {size} threads (at loop '{s.var}'): at most {MAX_THREADS} "
+                    raise _error(f"a GPU block of {size} threads (at loop {_pretty(s.var)}): at most {MAX_THREADS} "
                                  "threads per block", sched, s.var, "use smaller tiles")
                 return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
             if s.kind in ("parallel", "vectorized", "unrolled") and _has_kind(s.body, GPU_BLOCK):
                 inner = _first_of_kind(s.body, GPU_BLOCK)
-                raise _error(f"GPU loop '{inner}' is inside {s.kind} loop '{s.var}'", sched, inner,
+                raise _error(f"GPU loop {_pretty(inner)} is inside {s.kind} loop {_pretty(s.var)}", sched, inner,
                              "a kernel is launched from the host: leave the loops around it serial")
         if isinstance(s, Provide) and blocks and not threads and kernel_has_threads:
             d = _func_directive(sched, s.func)
-            raise HdslError(f"'{s.func.name}' is computed inside GPU block loop '{top_block}' but outside its "
-                            "thread loops: every thread of the block would compute it",
+            raise HdslError(f"'{s.func.name}' is computed inside GPU block loop {_pretty(top_block)} but outside "
+                            "its thread loops: every thread of the block would compute it",
                             d.span if d is not None else None,
                             f"give '{s.func.name}' thread loops too (e.g. {s.func.name}.gpu_threads(...)), or "
                             "compute it at a thread loop")
         for k in children(s):
-            visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block)
+            # (lets may lie between the block loops of one nest)
+            visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block,
+                  in_block_chain and isinstance(s, LetStmt))
     visit(stmt, 0, 0, None, 1, False, None)
     return stmt
 
