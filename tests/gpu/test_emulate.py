@@ -7,17 +7,9 @@ import numpy as np
 import pytest
 
 import hdsl
+from tests.gpu.programs import BLUR, with_cuda_schedule
 
-HEAD = """pipeline g
-use boundary
-input  img: u16[2]
-output out: u16[2]
-algorithm {
-    c = repeat_edge(img)
-    bx(x, y) = (c(x - 1, y) + c(x, y) + c(x + 1, y)) / 3
-    out(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) / 3
-}
-"""
+HEAD = BLUR
 
 SCHEDULES = {
     "tile_inline": "out.gpu_tile(x, y, xi, yi, 16, 8)",
@@ -33,7 +25,7 @@ SCHEDULES = {
 
 
 def program(sched: str) -> str:
-    return HEAD + "schedule cuda {\n    " + sched + "\n}\n"
+    return with_cuda_schedule(HEAD, sched)
 
 
 @pytest.fixture(scope="module")

@@ -7,26 +7,18 @@ barrier between the producer's and the consumer's thread loops; a CUDA block has
 import pytest
 
 import hdsl
+from tests.gpu.programs import BLUR, with_cuda_schedule
 from hdsl.diagnostics import HdslError
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.stmt import Allocate, For, GpuBarrier, children
 from hdsl.lower.gpu import kernels_of
 from hdsl.lower.lower import lower
 
-HEAD = """pipeline g
-use boundary
-input  img: u16[2]
-output out: u16[2]
-algorithm {
-    c = repeat_edge(img)
-    bx(x, y) = (c(x - 1, y) + c(x, y) + c(x + 1, y)) / 3
-    out(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) / 3
-}
-"""
+HEAD = BLUR
 
 
 def low(sched: str, target="cuda-emulate"):
-    return lower(hdsl.loads(HEAD + "schedule cuda {\n    " + sched + "\n}\n").ir, "cuda", target)
+    return lower(hdsl.loads(with_cuda_schedule(HEAD, sched)).ir, "cuda", target)
 
 
 def nodes(s, kind):
