@@ -40,7 +40,8 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
   item 4); `gpu_valid=True` makes schedules a GPU target runs (checked under cuda-emulate):
   the output and some root Funcs get gpu_tile (1-D or 2-D) or gpu_blocks + gpu_threads on
   their pure stage (updates stay on the host); a Func computed at a GPU Func's innermost
-  block loop (no updates) gets gpu_threads of its own and lives in shared memory, one
+  block loop (no updates) lives in shared memory and mostly gets gpu_threads of its own
+  (else one thread of the block computes it), one
   computed at or inside a thread loop is per thread; nothing is computed between block and
   thread loops; no parallel, vectorize or unroll (a kernel may not lie inside them), no
   rfactor, tile_iir or store_at.
@@ -640,8 +641,8 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 st.gpu(ch)
             if gpu_valid and st.index < 0:
                 if ctx[id(f)] == "block":
-                    if not st.threads_only(ch):
-                        raise _NoThreads()
+                    if ch.bool(70):       # (else one thread of the block computes it)
+                        st.threads_only(ch)
                 elif ctx[id(f)] == "host" and (inf.is_output or ch.bool(50)):
                     st.gpu_valid(ch)
             if st.index >= 0 and "rfactor" not in exclude:
@@ -680,10 +681,6 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                     out.lines.append(f"{inf.sname}.store_root()" if H is None
                                      else f"{inf.sname}.store_at({pi.info(H).sname}, {w})")
     return out
-
-
-class _NoThreads(Exception):
-    """(never raised: every Func has a pure nameable loop; a guard against a generator bug)"""
 
 
 def _nameable(name: str) -> bool:
