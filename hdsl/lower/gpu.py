@@ -30,6 +30,8 @@ outer y (1), then z (2); likewise thread loops.
 """
 from __future__ import annotations
 
+import re
+
 from hdsl.diagnostics import HdslError
 from hdsl.ir.closure import mentioned
 from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, substitute
@@ -271,7 +273,7 @@ def _launch(loop: For, scope: frozenset, device: str, counter: list) -> LaunchKe
         t = next((n.type for e in (*threads, shared_bytes) for n in _vars(e) if n.name == name), I32)
         args.append(KernelArg(name, t, "scalar"))
     counter[0] += 1
-    name = f"kernel_{_loop_parts(loop.var)[0].replace('.', '_')}_{counter[0] - 1}"
+    name = "kernel_" + re.sub(r"\W", "_", _loop_parts(loop.var)[0]) + f"_{counter[0] - 1}"   # (a C/PTX name)
     kernel = Kernel(name, tuple(args), loop, tuple(threads), shared_bytes)
     return LaunchKernel(kernel, device, grid)
 
@@ -315,13 +317,30 @@ def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32) -> Expr:
         extra |= set(free_vars(e))
         return e
     sc = {v: r for v, r in ranges.items() if v not in scope}
-    _, hi = expr_bounds(e, sc)
-    if hi is not None:
-        hi = simplify(hi if hi.type == t else BinOp("+", Const(t, 0), _cast(hi, t), t))
+    hi = _symbolic_upper(e, sc)
     if hi is None or not free_vars(hi) <= scope:
         raise HdslError("cannot bound a GPU kernel's thread count or shared memory from the host", None,
                         "use constant tile sizes (gpu_tile(x, y, xi, yi, 16, 16)) for the thread loops")
     extra |= set(free_vars(hi))
+    return simplify(hi)
+
+
+def _symbolic_upper(e: Expr, scope: dict) -> Expr | None:
+    """An upper bound of e over the loop variables' ranges (symbolic.expr_bounds, which
+    bounds i32 expressions): an i64 size, a product of non-negative extents cast from i32,
+    is bounded factor by factor."""
+    from hdsl.ir.expr import Cast
+    if e.type == I64:
+        if isinstance(e, BinOp) and e.op == "*":
+            a, b = _symbolic_upper(e.a, scope), _symbolic_upper(e.b, scope)
+            return None if a is None or b is None else BinOp("*", a, b, I64)
+        if isinstance(e, Cast) and e.value.type == I32:
+            hi = _symbolic_upper(e.value, scope)
+            return None if hi is None else Cast(I64, BinOp("max", hi, Const(I32, 0), I32))
+        if isinstance(e, Const):
+            return e
+        return None
+    _, hi = expr_bounds(e, scope)
     return hi
 
 
@@ -351,7 +370,7 @@ def _cancel_mins(e: Expr) -> Expr:
 
 def _cancel_sum(e: Expr) -> Expr:
     """Replace `min(a, m) - min(b, m)` (likewise max) in a sum by an upper bound of it,
-    `max(a - b, 0)`, when that is a constant: a clamped tile's extent."""
+    `max(a - b, 0)`, when a - b has a constant one: a clamped tile's extent."""
     if not (isinstance(e, BinOp) and e.op in ("+", "-")):
         return e
     terms: list = []
@@ -367,10 +386,10 @@ def _cancel_sum(e: Expr) -> Expr:
             for a, m, b, m2 in ((ti.a, ti.b, tj.a, tj.b), (ti.b, ti.a, tj.b, tj.a), (ti.a, ti.b, tj.b, tj.a),
                                 (ti.b, ti.a, tj.a, tj.b)):
                 if m is m2 or _const(BinOp("-", m, m2, m.type)) == 0:
-                    d = simplify(BinOp("-", a, b, a.type))
-                    if isinstance(d, Const):
+                    hi = _const_upper(simplify(BinOp("-", a, b, a.type)))
+                    if hi is not None:
                         used[i] = used[j] = True
-                        out.append((1, Const(e.type, max(int(d.value), 0))))
+                        out.append((1, Const(e.type, max(hi, 0))))
                         break
             if used[i]:
                 break
@@ -424,6 +443,21 @@ def _loads(e: Expr):
     from hdsl.ir.expr import walk
     from hdsl.ir.stmt import Load
     return [n for n in walk(e) if isinstance(n, Load)]
+
+
+def _const_upper(e: Expr) -> int | None:
+    """A constant upper bound of e, where its shape gives one (a tile's clamped extent
+    `min(7, max(n, 0))`): constants, min (either side's), max and + (both sides')."""
+    if isinstance(e, Const) and not e.type.is_float():
+        return int(e.value)
+    if isinstance(e, BinOp) and e.op in ("min", "max", "+"):
+        a, b = _const_upper(e.a), _const_upper(e.b)
+        if e.op == "min":
+            return min(v for v in (a, b) if v is not None) if a is not None or b is not None else None
+        if a is None or b is None:
+            return None
+        return max(a, b) if e.op == "max" else a + b
+    return None
 
 
 def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
