@@ -137,7 +137,7 @@ class CudaDevice(Device):
             module = _modules.get(key)
             if module is None:
                 self.cuda = _driver()
-                module = _modules[key] = self.cuda.module_from_buffer(code.ptx.encode())
+                module = _modules[key] = self.cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
         self.code, self.module = code, module
 
     def malloc(self, nbytes: int) -> int:

@@ -131,3 +131,34 @@ def test_kernel_arguments_from_the_host_slots():
     assert np.array(args[2]).view("<f4") == np.float32(1.5)
     assert int(args[3]) == 0xAB
     assert np.array(args[4]).view("<i8") == -2
+
+
+def test_a_cuda_pipeline_calls_the_device_with_its_ptx_kernels(monkeypatch):
+    """Everything `Pipeline.compile("cuda")` does but the GPU's work: a device standing in for
+    pycuda's (host memory, launches recorded, not run) is handed the compiled variant's PTX
+    module before the call, and every launch names one of its kernels with one argument
+    slot per parameter."""
+    from hdsl.runtime.device import DEVICES, HostEmulatedDevice
+
+    class Recording(HostEmulatedDevice):
+        name = "cuda"
+        code = None
+
+        def use(self, code):
+            self.code = code
+
+        def launch(self, kernel, host_fn, grid, threads, shared_bytes, args):
+            assert host_fn is None or host_fn == 0             # no host code for kernels on cuda
+            assert kernel in self.code.kernels
+            assert len(args) == len(self.code.kernels[kernel]["params"])
+    monkeypatch.setitem(DEVICES, "cuda", Recording)
+    p = hdsl.loads(BLUR_CUDA, "blur.hl")
+    c = p.compile("cuda-sm_80", use_cache=False)
+    c(img=np.arange(40 * 30, dtype=np.uint16).reshape(30, 40))
+    dev = c.native.device
+    assert isinstance(dev.code, cuda_rt.DeviceCode) and ".target sm_80" in assembled(dev.code.ptx)
+    names = [launch[0] for launch in dev.launches]
+    assert names and set(names) <= set(dev.code.kernels)
+    # the grid covers the 40x30 output in 16x16 tiles; the block is the kernel's launch bound
+    assert dev.launches[0][1] == (3, 2, 1)
+    assert dev.counts["to_device"] == 1 and dev.counts["to_host"] == 1
