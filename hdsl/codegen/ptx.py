@@ -29,6 +29,7 @@ an i8). Where the block size is constant it becomes the launch bound (`.maxntid`
   — as the evaluator. `-fast_math` allows contraction and reciprocals (the CPU's flags).
   libdevice's own functions keep their internals (`__nv_expf` uses `ex2.approx.ftz` on
   an argument it has range-reduced: its result is that of the non-FTZ library).
+- `print` is CUDA's device printf (`vprintf`), in the evaluator's format.
 - An Assert that fails inside a kernel traps (the launch then fails, and the runtime
   names the kernel). Lowering keeps run-time checks on the host, so kernels have none today.
 - f32 → i32 casts use the base's range check (PTX's cvt.rzi saturates and gives 0 for NaN;
@@ -43,7 +44,7 @@ from llvmlite import ir
 
 from hdsl.codegen.llvm import I8T, I32T, I64T, PTR, CodeGenLLVM, _const_int, _Fn, llvm_type
 from hdsl.diagnostics import InternalError
-from hdsl.ir.expr import Expr, Intrinsic
+from hdsl.ir.expr import Expr
 from hdsl.ir.stmt import Allocate, Block, For, GpuBarrier, IfThenElse, LetStmt, Stmt, children
 from hdsl.ir.types import Type
 
@@ -164,15 +165,8 @@ class CodeGenPTX(CodeGenLLVM):
                 self._shared_offset = saved
                 return
         elif n is not None:
-            # per thread, in local memory: in the entry block, so that a loop does not grow the
-            # stack (b itself where it is there: llvmlite builders insert at an index, and a
-            # second one inserting before b's position would move b behind the terminator)
-            if b.block is st.fn.entry_basic_block:
-                mem = b.alloca(et, size=ir.Constant(I32T, max(n, 1)))
-            else:
-                entry = ir.IRBuilder(st.fn.entry_basic_block)
-                entry.position_at_start(st.fn.entry_basic_block)
-                mem = entry.alloca(et, size=ir.Constant(I32T, max(n, 1)))
+            # per thread, in local memory, allocated once in the entry block
+            mem = self.entry_alloca(st, et, max(n, 1))
             mem.align = SHARED_ALIGN
         else:
             mem = b.alloca(et, size=b.trunc(self._i64(st, s.size), I32T))
@@ -202,8 +196,16 @@ class CodeGenPTX(CodeGenLLVM):
         r = b.call(fn, xs)
         return b.fptrunc(r, args[0].type) if t.bits == 16 else r
 
-    def print_call(self, st: _Fn, e: Intrinsic, args):
-        raise InternalError("codegen: print inside a CUDA kernel")
+    def emit_print(self, st: _Fn, fmt: str, vals: list):
+        """CUDA's printf: vprintf(fmt, a buffer of the values, each in an 8-byte slot)."""
+        b = st.b
+        # (a struct of 8-byte values: each at a multiple of 8, as vprintf reads them)
+        buf_t = ir.LiteralStructType([v.type for v in vals] or [I64T])
+        buf = self.entry_alloca(st, buf_t)
+        for k, v in enumerate(vals):
+            b.store(v, b.gep(buf, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+        vprintf = self.decl("vprintf", I32T, [PTR, PTR])
+        b.call(vprintf, [self._cstr(fmt), buf])
 
 
 _I32 = Type("int", 32)

@@ -205,3 +205,18 @@ def test_local_allocation_is_per_thread():
 def test_every_kernel_of_a_pipeline_goes_into_one_module():
     ptx = ptx_of([saxpy("first"), saxpy("second")])
     assert ptx.count(".entry") == 2 and ".entry first(" in ptx and ".entry second(" in ptx
+
+
+def test_print_in_a_kernel_is_cuda_printf_in_the_evaluators_format():
+    """print(x(i), "at", i) as the CPU prints it (f32 with %f, integers as %lld), through
+    CUDA's vprintf with the values in 8-byte slots."""
+    from hdsl.ir.expr import Intrinsic
+
+    def value(i):
+        v = Load("x", i, F32)
+        return Intrinsic("print", (v, i, ops.binop("<", i, c(3))), F32, ("at", None, None))
+    kern = elementwise("printk", value, [buf("x", access="r"), buf("y")])
+    text = str(kernels_llvm([kern]))
+    assert 'c"%f at %lld %s\\0a\\00"' in text
+    ptx = ptx_of([kern])
+    assert re.search(r"call\.uni.*\s*vprintf", body_of(ptx, "printk"))
