@@ -77,6 +77,10 @@ class Device:
     def release(self) -> None:
         """Free what a call left allocated (its outputs are back on the host by then)."""
 
+    def use(self, code) -> None:
+        """The device code of the compiled variant about to run (the cuda device's PTX module,
+        hdsl/runtime/cuda.py); the host-emulation device's kernels are in the host code."""
+
     # the C table
     def _guard(self, fn, fail=ERR_DEVICE):
         def call(*a):
@@ -163,6 +167,9 @@ DEVICES: dict[str, type] = {"host_emulate": HostEmulatedDevice}
 
 def device_for(name: str) -> Device:
     """A fresh Device object for a target's device ("host_emulate", "cuda", "opengl")."""
+    if name == "cuda" and name not in DEVICES:
+        from hdsl.runtime.cuda import CudaDevice        # (pycuda is imported when one is made)
+        DEVICES["cuda"] = CudaDevice
     cls = DEVICES.get(name)
     if cls is None:
         from hdsl.diagnostics import HdslError

@@ -28,11 +28,12 @@ class _Variant:
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
             p, schedule, target, target.fast_math, name, shift
-        self._lowered = self._module = None
+        self._lowered = self._module = self._device_code = None
         # (a GPU target's host code is compiled for target.cpu: "host" keys by this machine's CPU)
         key_target = target.name + (f"#cpu={target.cpu}" if target.is_gpu else "") + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
         self.fn = CompiledFunction.from_object(src_path, name, target.cpu) if src_path is not None else None
+        self._device_code_path = src_path.with_suffix(".cuda") if src_path is not None else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
@@ -45,6 +46,8 @@ class _Variant:
         if shift:
             from hdsl.lower.loops import check_shifted
             check_shifted(self.lowered.shifted, p, schedule, target)
+        if target.device == "cuda":
+            self.device_code     # (the kernels' PTX, while the lowered loop nest is at hand)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
@@ -81,6 +84,14 @@ class _Variant:
     @property
     def llvm_ir(self) -> str:
         return str(self.module)
+
+    @property
+    def device_code(self):
+        """The cuda device's PTX module (hdsl/runtime/cuda.py), None for other targets."""
+        if self._device_code is None and self.target.device == "cuda":
+            from hdsl.runtime.cuda import cached_device_code
+            self._device_code = cached_device_code(self, self._device_code_path)
+        return self._device_code
 
 
 class NativePipeline:
@@ -167,8 +178,11 @@ class NativePipeline:
             table = self.device.table()
             ptrs.append(ctypes.addressof(table))
             self.device.error = None
+        variant = self.variant(sizes)
+        if self.device is not None:
+            self.device.use(variant.device_code)
         try:
-            code, info = self.variant(sizes).fn(ptrs)
+            code, info = variant.fn(ptrs)
         finally:
             if self.device is not None:
                 self.device.release()
