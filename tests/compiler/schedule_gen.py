@@ -273,11 +273,14 @@ class Stage:
 
     def gpu_valid(self, ch: Chooser) -> bool:
         """A GPU mapping a GPU target runs: gpu_tile (2-D or 1-D), or gpu_blocks(a) and
-        gpu_threads(b) with b inside a; marks the loops gpu_block / gpu_thread."""
+        gpu_threads(b) with b, of a small known extent, inside a; marks the loops gpu_block /
+        gpu_thread."""
         cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps]
         if not cands:
             return False
         kind = ch.choice(["tile2", "tile1", "blocks_threads"] if len(cands) >= 2 else ["tile1"])
+        if kind == "blocks_threads" and not any(l.extent is not None and l.extent <= 32 for l in cands):
+            kind = "tile2"
         if kind == "tile2":
             lx, ly = ch.subset_permutation(cands, 2)
             w, h = self.factor(ch), self.factor(ch)
@@ -304,16 +307,25 @@ class Stage:
             self.loops[i:i + 1] = new
             self.lines.append(f"gpu_tile({l.name}, {inner}, {n})")
         else:
-            a, b = ch.subset_permutation(cands, 2)
-            if self.find(b.name) > self.find(a.name):
-                a, b = b, a               # (b, the threads, inside a, the blocks)
+            # the threads: a loop of a small known extent (a split's inner loop; a whole
+            # dimension may be bound() to more than a block's 1024 threads)
+            small = [l for l in cands if l.extent is not None and l.extent <= 32]
+            if not small:
+                return False
+            b = ch.choice(small)
+            outer = [l for l in cands if self.find(l.name) > self.find(b.name)]
+            if not outer:
+                return False
+            a = ch.choice(outer)
             a.kind, b.kind = "gpu_block", "gpu_thread"
             self.lines.append(f"gpu_blocks({a.name}).gpu_threads({b.name})")
         return True
 
     def threads_only(self, ch: Chooser) -> bool:
-        """gpu_threads on one or two pure loops (a Func computed at a block loop)."""
-        cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps]
+        """gpu_threads on one or two pure loops of a small known extent (a Func computed at a
+        block loop: its whole dimensions may be bound() to more than 1024 points)."""
+        cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps
+                 and l.extent is not None and l.extent <= 32]
         if not cands:
             return False
         picked = ch.subset_permutation(cands, ch.int(1, min(2, len(cands))))
