@@ -23,7 +23,8 @@ Four passes (their places in lower.py's PASSES):
   extents over the whole grid, and its shared memory an upper bound of its gpu_shared
   allocations, both expressions of its scalar args (hdsl/lower/symbolic.py bounds
   them; a difference of two mins sharing a bound, `min(a + 15, m) - min(a, m)`, the
-  extent of a clamped tile, is bounded by `15` first).
+  extent of a clamped tile, is bounded by `15` first; where no closed form is free of
+  the block variables, a host loop over the grid takes the maximum before the launch).
 
 - `device_copies`, after outlining: DeviceSync statements where host code touches a
   buffer that kernels use (see its docstring).
@@ -37,7 +38,7 @@ import re
 
 from hdsl.diagnostics import HdslError
 from hdsl.ir.closure import mentioned
-from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, substitute
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Var, free_vars, substitute
 from hdsl.ir.func import Schedule
 from hdsl.ir.kernel import Kernel, KernelArg
 from hdsl.ir.simplify import simplify
@@ -230,7 +231,9 @@ def outline_kernels(stmt: Stmt, device: str | None, entry: set[str], pipeline_na
     return visit(stmt, frozenset(entry))
 
 
-def _launch(loop: For, scope: frozenset, device: str, counter: list) -> LaunchKernel:
+def _launch(loop: For, scope: frozenset, device: str, counter: list) -> Stmt:
+    """The launch of the kernel of block loop nest `loop` (inside the host loop that takes the
+    maxima of its launch bounds over the grid, where they vary with the block)."""
     # the block loops: a chain of directly nested gpu_block loops (x innermost)
     blocks = []
     s: Stmt = loop
@@ -260,25 +263,39 @@ def _launch(loop: For, scope: frozenset, device: str, counter: list) -> LaunchKe
     thread_extents: dict[int, list[Expr]] = {}
     shared: list[Expr] = []
     _collect(loop, lets, ranges, thread_extents, shared)
+    counter[0] += 1
+    name = "kernel_" + re.sub(r"\W", "_", _loop_parts(loop.var)[0]) + f"_{counter[0] - 1}"   # (a C/PTX name)
+    block_vars = frozenset(b.var for b in blocks)
     extra: set[str] = set()
+    per_block: list[Expr] = []        # bounds that vary with the block: maximized on the host
+
+    def host_bound(e: Expr, t) -> Expr:
+        if not free_vars(e) & block_vars:
+            return e
+        per_block.append(e)
+        v = Var(f"{name}.bound.{len(per_block) - 1}", I64)
+        return v if t == I64 else Cast(I32, v)
     threads = []
     for dim in range(max(thread_extents) + 1 if thread_extents else 1):
-        bounds = [_upper(e, lets, ranges, scope, extra) for e in thread_extents.get(dim, [Const(I32, 1)])]
+        bounds = [_upper(e, lets, ranges, scope, extra, I32, block_vars)
+                  for e in thread_extents.get(dim, [Const(I32, 1)])]
         t = bounds[0]
         for b2 in bounds[1:]:
             t = simplify(BinOp("max", t, b2, I32))
-        threads.append(simplify(BinOp("max", t, Const(I32, 1), I32)))
+        threads.append(host_bound(simplify(BinOp("max", t, Const(I32, 1), I32)), I32))
     total: Expr = Const(I64, 0)
     for e in shared:
-        total = BinOp("+", total, _upper(e, lets, ranges, scope, extra, I64), I64)
-    shared_bytes = simplify(total)
-    for name in sorted(extra - scalars):
-        t = next((n.type for e in (*threads, shared_bytes) for n in _vars(e) if n.name == name), I32)
-        args.append(KernelArg(name, t, "scalar"))
-    counter[0] += 1
-    name = "kernel_" + re.sub(r"\W", "_", _loop_parts(loop.var)[0]) + f"_{counter[0] - 1}"   # (a C/PTX name)
+        total = BinOp("+", total, _upper(e, lets, ranges, scope, extra, I64, block_vars), I64)
+    shared_bytes = host_bound(simplify(total), I64)
+    for n in sorted(extra - scalars):
+        t = next((v.type for e in (*threads, shared_bytes, *per_block) for v in _vars(e) if v.name == n), I32)
+        args.append(KernelArg(n, t, "scalar"))
+    args += [KernelArg(f"{name}.bound.{i}", I64, "scalar") for i in range(len(per_block))]
     kernel = Kernel(name, tuple(args), loop, tuple(threads), shared_bytes)
-    return LaunchKernel(kernel, device, grid)
+    launch = LaunchKernel(kernel, device, grid)
+    if not per_block:
+        return launch
+    return _grid_max(f"{name}.bound", per_block, blocks, launch)
 
 
 def _vars(e: Expr):
@@ -308,17 +325,24 @@ def _thread_depth(s: Stmt) -> int:
     return own + max((_thread_depth(k) for k in children(s)), default=0)
 
 
-def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32) -> Expr:
-    """An upper bound of e over the kernel, in names bound on the host (added to `extra`)."""
+def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32, blocks=frozenset()) -> Expr:
+    """An upper bound of e over the kernel, in names bound on the host (added to `extra`);
+    with `blocks` (the block loops' variables), one that may also depend on them (the
+    caller takes its maximum over the grid on the host)."""
     for _ in range(64):         # lets inside the kernel, substituted (they may chain)
         inner = [n for n in free_vars(e) if n in lets and n not in scope]
         if not inner:
             break
         e = substitute(e, lambda n: lets.get(n.name) if isinstance(n, Var) and n.name in inner else None)
     e = simplify(_cancel_mins(simplify(e)))
-    if free_vars(e) <= scope:
-        extra |= set(free_vars(e))
+    if free_vars(e) <= scope | blocks:
+        extra |= set(free_vars(e)) - blocks
         return e
+    sc = {v: r for v, r in ranges.items() if v not in scope and v not in blocks}
+    hi = _symbolic_upper(e, sc)
+    if hi is not None and blocks and free_vars(hi) <= scope | blocks:
+        extra |= set(free_vars(hi)) - blocks
+        return simplify(hi)
     sc = {v: r for v, r in ranges.items() if v not in scope}
     hi = _symbolic_upper(e, sc)
     if hi is None or not free_vars(hi) <= scope:
@@ -326,6 +350,25 @@ def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32) -> Expr:
                         "use constant tile sizes (gpu_tile(x, y, xi, yi, 16, 16)) for the thread loops")
     extra |= set(free_vars(hi))
     return simplify(hi)
+
+
+def _grid_max(name: str, bounds: list[Expr], blocks: list[For], launch: Stmt) -> Stmt:
+    """`launch` inside lets `name.0`, `name.1`, ... bound to the maxima of `bounds` (i64
+    expressions of the block loops' variables and host names) over the grid: a host loop
+    over the blocks (a clamped tile's extent is smaller at the image's edge than inside,
+    which no closed form of hdsl's bounds sees)."""
+    from hdsl.ir.stmt import Load, Store
+    buf = f"{name}.max"
+    body: Stmt = Block(tuple(Store(buf, Const(I32, i), BinOp("max", Load(buf, Const(I32, i), I64),
+                                                           _cast(b, I64), I64))
+                             for i, b in enumerate(bounds)))
+    for b in blocks:                      # x innermost
+        body = For(b.var, b.min, b.extent, "serial", body)
+    lets = launch
+    for i in reversed(range(len(bounds))):
+        lets = LetStmt(f"{name}.{i}", Load(buf, Const(I32, i), I64), lets)
+    init = [Store(buf, Const(I32, i), Const(I64, 0)) for i in range(len(bounds))]
+    return Allocate(buf, I64, Const(I64, len(bounds)), block(*init, body, lets))
 
 
 def _symbolic_upper(e: Expr, scope: dict) -> Expr | None:

@@ -51,14 +51,22 @@ def test_bilateral_grid_cuda_schedule():
     assert counts["launch"] == 4 and counts["to_device"] == 1        # blurz+histogram, blurx, blury, out
 
 
-@pytest.mark.parametrize("size", ["bundled", "101x77"])
+@pytest.mark.parametrize("size", ["bundled", "101x77", "203x50"])
 def test_interpolate_cuda_schedule(size):
     from .test_interpolate import inputs, numpy_interpolate
     rgba = inputs()[size]
     h, w, _ = rgba.shape
-    got, counts = run_emulated(hdsl.load(EX / "interpolate.hl"), (w, h, 3), img=rgba)
+    c = hdsl.load(EX / "interpolate.hl").compile(GPU_TARGET)
+    got = c.realize((w, h, 3), img=rgba)
     assert np.array_equal(got, numpy_interpolate(rgba))
-    assert counts["to_device"] == 1         # every level stays on the device
+    assert c.native.device.counts["to_device"] == 1         # every level stays on the device
+    # the output's kernel: levels 1 and 2 per 32x32 tile in shared memory; its block is the
+    # largest of their thread loops over the grid (taken on the host: hdsl's bounds cannot
+    # cancel the tiles' clamped extents): 16x16 threads at every image size, and a few KB of
+    # shared memory (a bound over the whole image, as before, was 33x25 threads and 64160
+    # bytes for the 128x96 image, and grew with it)
+    (_, _, threads, shared), = [launch for launch in c.native.device.launches if launch[0].startswith("kernel_out")]
+    assert threads == (16, 16, 1) and 4096 < shared < 8192
 
 
 def test_camera_pipe_cuda_schedule():
