@@ -41,3 +41,13 @@ def test_check_lower_reports_a_gpu_nesting_error(tmp_path, capsys):
     assert code == 1
     assert err.startswith(f"{prog}:11:5: error: GPU thread loop 'y' of 'out' is not inside a GPU block loop\n")
     assert "hint: mark an outer loop gpu_blocks (gpu_tile does both)" in err
+
+
+def test_lower_emits_the_host_code_of_a_gpu_target(tmp_path, capsys):
+    """`hdsl lower --emit llvm --target cuda-emulate`: the host function and each kernel
+    compiled for the host (the CPU code generator has no launches)."""
+    prog = tmp_path / "g.hl"
+    prog.write_text(with_cuda_schedule(BLUR, "out.gpu_tile(x, y, xi, yi, 16, 8)"))
+    code, out, err = run(capsys, "lower", prog, "--target", "cuda-emulate", "--emit", "llvm")
+    assert code == 0, err
+    assert 'define i32 @"hdsl_g"(' in out and 'define internal i32 @"hdsl_g.kernel_out_0"(ptr' in out
