@@ -17,12 +17,15 @@ import tempfile
 from pathlib import Path
 
 from hdsl.api import TARGETS
+from hdsl.target import parse_target
 from hdsl.diagnostics import HdslError
 from hdsl.ir.func import Pipeline
 
 # the thread pool runtime's functions the generated code calls (renamed NAME__f in an object)
 RUNTIME_FUNCTIONS = ("parallel_for", "num_threads", "malloc", "free")
-EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html")
+EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html", "ptx")
+# a cuda target's files: its kernels' PTX (one file, every kernel) and the loop nest
+CUDA_EMIT_KINDS = ("ptx", "stmt", "html")
 
 
 def _run(cmd: list[str], what: str):
@@ -48,17 +51,27 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     for k in emit:
         if k not in EMIT_KINDS:
             raise HdslError(f"unknown --emit kind '{k}'", None, "kinds: " + ", ".join(EMIT_KINDS))
-    fast_math = target.endswith("-fast_math")
-    base_target = target[: -len("-fast_math")] if fast_math else target
-    native = [t for t in TARGETS if t != "interp"]
-    if base_target == "interp":
+    tgt = parse_target(target)
+    native = [t for t in TARGETS if t not in ("interp", "opengl") and not t.startswith("cuda")]
+    if tgt.arch == "interp":
         raise HdslError("'interp' is the reference evaluator: it runs pipelines but makes no code to "
                         "compile ahead of time", None,
                         "compile for " + ", ".join(native) + " (each may end in -fast_math); "
                         "`hdsl run --target interp` runs the evaluator")
-    if base_target not in native:
-        raise HdslError(f"unknown target '{target}'", None,
-                        "hdsl compile targets: " + ", ".join(native) + " (each may end in -fast_math)")
+    if tgt.device == "cuda":
+        other = [k for k in emit if k not in CUDA_EMIT_KINDS]
+        if other:
+            raise HdslError(f"hdsl compile makes no '{other[0]}' file for GPU target '{tgt.name}' yet", None,
+                            "for a cuda target, --emit takes " + ", ".join(CUDA_EMIT_KINDS)
+                            + " (the kernels' PTX and the loop nest); `hdsl run --target cuda` runs the pipeline")
+    elif tgt.is_gpu:
+        raise HdslError(f"hdsl compile makes no code for GPU target '{tgt.name}' yet", None,
+                        "`hdsl run --target cuda-emulate` runs GPU schedules on the CPU; "
+                        "compile for " + ", ".join(native))
+    elif "ptx" in emit:
+        raise HdslError("--emit ptx needs a cuda target", None,
+                        "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
+    fast_math, base_target = tgt.fast_math, tgt.cpu
     name = name or c_name(p)
     out = Path(out_dir)
     try:
@@ -68,7 +81,10 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         raise HdslError(f"cannot write into '{out}': {e.strerror or e}", None,
                         "choose another output folder with -o DIR") from None
     try:
-        made = _compile_into(p, stage, base_target, fast_math, schedule, emit, name)
+        if tgt.device == "cuda":
+            made = _compile_cuda_into(p, stage, tgt, schedule, emit, name)
+        else:
+            made = _compile_into(p, stage, base_target, fast_math, schedule, emit, name)
         written = {}
         for kind, path in made.items():
             written[kind] = out / path.name
@@ -81,7 +97,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
 def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, schedule: str | None,
                   emit: tuple[str, ...], name: str) -> dict[str, Path]:
     from hdsl.codegen.c_header import header, wrapper
-    from hdsl.codegen.llvm import generate, split_module
+    from hdsl.codegen.cpu import generate
+    from hdsl.codegen.modules import split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
     from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine
@@ -163,6 +180,31 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         if "so" in emit:
             written["so"] = out / f"lib{name}.so"
             _run([cc, "-shared", "-o", str(written["so"]), str(obj), "-lm", "-pthread"], "link the shared library")
+    return written
+
+
+def _compile_cuda_into(p: Pipeline, out: Path, tgt, schedule: str | None, emit: tuple[str, ...],
+                       name: str) -> dict[str, Path]:
+    """A cuda target's files: NAME.ptx holds every kernel the pipeline launches (for the
+    target's sm, as the cuda runtime loads it), NAME.stmt / NAME.html the loop nest with
+    its kernels (their launch bounds and shared memory)."""
+    from hdsl.ir.expr import no_collection
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    from hdsl.runtime.cuda import device_code
+    with no_collection():
+        low = lower(p, schedule, tgt)
+        code = device_code(low.stmt, tgt, f"{name}_kernels") if "ptx" in emit else None
+    written: dict[str, Path] = {}
+    if code is not None:
+        written["ptx"] = out / f"{name}.ptx"
+        written["ptx"].write_text(code.ptx)
+    if "stmt" in emit:
+        written["stmt"] = out / f"{name}.stmt"
+        written["stmt"].write_text(stmt_str(low.stmt))
+    if "html" in emit:
+        written["html"] = out / f"{name}.html"
+        written["html"].write_text(stmt_html(p, stmt_str(low.stmt), name))
     return written
 
 

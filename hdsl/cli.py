@@ -90,18 +90,20 @@ def lower_schedules(p) -> None:
     store_at outside its compute_at, bounds it cannot infer...). Not by default: the reference
     evaluator runs programs the native compiler refuses, and lowering a deep pyramid left
     wholly inline (the default schedule) takes as long as compiling it. An error with no
-    position of its own points at its schedule block. The blocks of GPU targets (`schedule
-    cuda`, `schedule opengl`) are left out: they are never chosen for the CPU."""
+    position of its own points at its schedule block. The blocks of GPU targets are lowered
+    for them (`schedule cuda` for cuda-emulate, `schedule opengl` for opengl), with the GPU
+    nesting rules."""
     from hdsl.diagnostics import Diagnostic
     from hdsl.ir.expr import clear_interned, no_collection
     from hdsl.lower.lower import lower
     from hdsl.schedule.record import GPU_SCHEDULES
     found = []
-    for name in [n for n in p.schedules if n not in GPU_SCHEDULES] or [None]:
+    for name in list(p.schedules) or [None]:
         block = p.schedules.get(name)
+        target = {"cuda": "cuda-emulate", "opengl": "opengl"}.get(name, "host") if name in GPU_SCHEDULES else "host"
         try:
             with no_collection():
-                lower(p, name, "host")
+                lower(p, name, target)
         except HdslError as e:
             for d in e.diagnostics:
                 if d.span is None and block is not None:
@@ -321,18 +323,31 @@ def cmd_lower(args) -> int:
     import hdsl
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import PASSES, lower
+    from hdsl.target import parse_target
+    target = parse_target(args.target)
     p = hdsl.load(args.file)
+    if args.emit == "ptx":
+        if target.device != "cuda":
+            raise HdslError("--emit ptx needs a cuda target", None,
+                            "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
+        from hdsl.runtime.cuda import device_code
+        print(device_code(lower(p.ir, args.schedule, target, shift_outputs=args.shifted).stmt, target).ptx, end="")
+        return 0
     if args.emit in ("llvm", "asm"):
-        from hdsl.codegen.llvm import generate
-        low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
-        module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
+        low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
+        if target.is_gpu:       # the host code (with the emulated kernels for cuda-emulate)
+            from hdsl.codegen.device_host import generate as generate_gpu
+            module = str(generate_gpu(p.ir, low.stmt, "hdsl_" + p.name, target.fast_math, device=target.device))
+        else:
+            from hdsl.codegen.cpu import generate
+            module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
         if args.emit == "llvm":
             print(module)
         else:
             from hdsl.runtime.jit import assembly
-            print(assembly(module, args.target))
+            print(assembly(module, target.cpu))
         return 0
-    low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
+    low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
     if args.debug_level:
         # every pass's result in order (with --debug 2, its time too)
         for name in PASSES:
@@ -354,7 +369,9 @@ def cmd_compile(args) -> int:
     import hdsl
     from hdsl.aot import compile_to_files
     p = hdsl.load(args.file)
-    emit = tuple(k.strip() for k in args.emit.split(",") if k.strip())
+    from hdsl.target import parse_target
+    kinds = args.emit if args.emit is not None else ("ptx" if parse_target(args.target).device == "cuda" else "o,h")
+    emit = tuple(k.strip() for k in kinds.split(",") if k.strip())
     written = compile_to_files(p.ir, args.o, args.target, args.schedule, emit)
     for kind in emit:
         print(written[kind])
@@ -466,6 +483,7 @@ def cmd_lsp(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from hdsl.lower.lower import PASSES
     native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
+    gpu = "; GPU: cuda, cuda-sm_80, cuda-sm_90, cuda-emulate (GPU schedules run on the CPU), opengl"
     ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     ap.add_argument("--version", action="version", version=f"hdsl {_version()}", help="print hdsl's version and exit")
@@ -490,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--min", metavar="X[,Y[,C]]",
                    help="the outputs' first coordinates (default 0,0): --min 1,1 --size W-2,H-2 runs a "
                         "3x3 stencil that has no boundary condition (negative ones: --min=-4,-4)")
-    r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)")
+    r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)" + gpu)
     r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one; "
                                                       "auto: the automatic scheduler's)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
@@ -501,7 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--target", default="host", metavar="T", help=native)
     co.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
-    co.add_argument("--emit", default="o,h", metavar="KINDS", help="comma-separated: o,so,h,ll,s,stmt,html")
+    co.add_argument("--emit", default=None, metavar="KINDS",
+                    help="comma-separated: o,so,h,ll,s,stmt,html (default o,h); for a cuda target ptx,stmt,html "
+                         "(default ptx: every kernel in one PTX file)")
     co.set_defaults(fn=cmd_compile)
     be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
     be.add_argument("file", metavar="FILE", help="the .hl program")
@@ -510,15 +530,15 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--output-size", metavar="W[,H[,C]]",
                     help="the outputs' extents (default: the first input's), e.g. for a pipeline whose "
                          "output is smaller than its input")
-    be.add_argument("--target", default="host", metavar="T", help=native)
+    be.add_argument("--target", default="host", metavar="T", help=native + gpu)
     be.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     be.add_argument("--runs", type=_positive_int, default=10, metavar="N", help="timed runs (default 10)")
     be.set_defaults(fn=cmd_bench)
     lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
     lo.add_argument("file", metavar="FILE", help="the .hl program")
     lo.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
-    lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"],
-                    help="the CPU to lower for (default host)")
+    lo.add_argument("--target", default="host", metavar="T",
+                    help="the target to lower for: " + native + gpu + " (a GPU target shows its kernels)")
     lo.add_argument("--print-after", metavar="PASS",
                     help="show the loop nest after this pass: " + ", ".join(PASSES) + f" (default {PASSES[-1]})")
     lo.add_argument("--shifted", action="store_true",
@@ -527,8 +547,9 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
     lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
                     help="print the loop nest after every pass (N >= 2: with timings)")
-    lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt",
-                    help="stmt: the loop nest (default); llvm: LLVM IR; asm: assembly")
+    lo.add_argument("--emit", choices=["stmt", "llvm", "asm", "ptx"], default="stmt",
+                    help="stmt: the loop nest (default; a GPU target's with its kernels, their launch bounds "
+                         "and shared memory); llvm: LLVM IR; asm: assembly; ptx: a cuda target's kernels")
     lo.set_defaults(fn=cmd_lower)
     fm = sub.add_parser("fmt", help="rewrite .hl files in the canonical layout (comments kept)")
     fm.add_argument("files", nargs="+", metavar="FILE", help="the .hl files to format ('-': stdin to stdout)")

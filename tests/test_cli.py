@@ -433,16 +433,16 @@ schedule auto
 
 
 def test_gpu_directives_are_refused_on_the_cpu_and_schedule_auto_runs(tmp_path, capsys):
-    """GPU directives ran serially on the CPU, in silence. Until a GPU back end exists, native
-    compilation refuses them at the directive; the evaluator ignores schedules. `schedule auto`
-    (once refused the same way) runs the automatic scheduler's schedule."""
+    """They ran serially on the CPU, in silence. A CPU target refuses GPU directives at the
+    directive (GPU targets take them); the evaluator ignores schedules. `schedule auto` (once
+    refused the same way) runs the automatic scheduler's schedule."""
     prog = tmp_path / "g.hl"
     prog.write_text(GPU)
     io = ["--input", f"img={GRAY16}", "--output", tmp_path / "o.png"]
     code, _, err = run(capsys, "run", prog, *io, "--schedule", "gpu")
     assert code == 1
-    assert err.startswith(f"{prog}:11:5: error: 'gpu_tile' maps loops onto a GPU, but target 'host' is a CPU and "
-                          "hdsl has no GPU back end yet\n        out.gpu_tile(x, y, xi, yi, 16, 16)\n")
+    assert err.startswith(f"{prog}:11:5: error: 'gpu_tile' maps loops onto a GPU, but target 'host' is a CPU\n"
+                          "        out.gpu_tile(x, y, xi, yi, 16, 16)\n")
     code, _, err = run(capsys, "run", prog, *io, "--schedule", "blocks")
     assert code == 1 and err.count("maps loops onto a GPU") == 2
     code, _, err = run(capsys, "run", prog, *io, "--schedule", "auto")
@@ -459,7 +459,8 @@ def test_gpu_directives_are_refused_on_the_cpu_and_schedule_auto_runs(tmp_path, 
 
 def test_the_spec_programs_cuda_block_is_not_run_on_the_cpu(capsys, tmp_path):
     """Section 1's program has `schedule cuda { out.gpu_tile(...) }`: chosen only when
-    compiling for CUDA, skipped by `check --lower`, refused when named for the CPU."""
+    compiling for a GPU target (`check --lower` lowers it for cuda-emulate), refused when named
+    for the CPU."""
     spec = SPEC
     assert run(capsys, "check", "--lower", spec)[0] == 0
     code, _, err = run(capsys, "run", spec, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png",
