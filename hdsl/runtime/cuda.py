@@ -104,7 +104,7 @@ def _driver():
     global _context
     try:
         import pycuda.driver as cuda
-    except ImportError as e:           # (pycuda also fails to import where libcuda.so is missing)
+    except (ImportError, OSError) as e:     # (pycuda also fails to import where libcuda.so is missing)
         raise HdslError(NO_CUDA.format(why=f"pycuda cannot be imported: {e}"), None) from None
     with _state_lock:
         if _context is None:
