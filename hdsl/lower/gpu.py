@@ -10,9 +10,12 @@ Four passes (their places in lower.py's PASSES):
   block loop needs its own gpu_threads, else every thread would run its loops).
 - `gpu_memory`, after flatten: the storage of a Func computed inside a kernel is
   "gpu_shared" at block level (one allocation per block) and "gpu_local" inside a
-  thread loop; a GpuBarrier separates sibling thread-loop nests of a block (a producer's
-  nest and its consumers'), and ends each iteration of a serial loop at block level
-  whose body holds thread loops (the next iteration rewrites what this one read).
+  thread loop; code at block level outside any thread loop (a Func computed at a block
+  loop without gpu_threads of its own) runs in one thread, in a thread loop of extent 1
+  (Halide's gpu_single_thread); a GpuBarrier separates sibling thread-loop nests of a
+  block (a producer's nest and its consumers'), and ends each iteration of a serial loop
+  at block level whose body holds thread loops (the next iteration rewrites what this
+  one read).
 - `outline_kernels`, last, for a GPU target: each outermost gpu_block loop nest
   becomes a Kernel (hdsl/ir/kernel.py) and a LaunchKernel on the target's device. Its
   args come from the closure analysis parallel-loop outlining shares
@@ -39,7 +42,7 @@ from hdsl.ir.func import Schedule
 from hdsl.ir.kernel import Kernel, KernelArg
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Allocate, Block, DeviceSync, For, GpuBarrier, LaunchKernel, LetStmt,
-                          Provide, Stmt, block, children, own_exprs, with_children)
+                          Stmt, block, children, own_exprs, with_children)
 from hdsl.ir.types import I32, I64
 from hdsl.lower.symbolic import expr_bounds
 
@@ -84,16 +87,6 @@ def _error(msg: str, sched, var: str, hint: str, names=GPU_DIRECTIVES) -> HdslEr
     return HdslError(msg, d.span if d is not None else None, hint)
 
 
-def _func_directive(sched: Schedule | None, func) -> object:
-    if sched is None:
-        return None
-    for d in sched.directives.get(id(func), []):
-        if d.name in ("compute_at", "store_at"):
-            return d
-    ds = sched.directives.get(id(func), [])
-    return ds[0] if ds else None
-
-
 def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
     """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
 
@@ -135,13 +128,6 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                 inner = _first_of_kind(s.body, GPU_BLOCK)
                 raise _error(f"GPU loop {_pretty(inner)} is inside {s.kind} loop {_pretty(s.var)}", sched, inner,
                              "a kernel is launched from the host: leave the loops around it serial")
-        if isinstance(s, Provide) and blocks and not threads and kernel_has_threads:
-            d = _func_directive(sched, s.func)
-            raise HdslError(f"'{s.func.name}' is computed inside GPU block loop {_pretty(top_block)} but outside "
-                            "its thread loops: every thread of the block would compute it",
-                            d.span if d is not None else None,
-                            f"give '{s.func.name}' thread loops too (e.g. {s.func.name}.gpu_threads(...)), or "
-                            "compute it at a thread loop")
         for k in children(s):
             # (lets may lie between the block loops of one nest)
             visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block,
@@ -153,6 +139,11 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
 def _const(e: Expr) -> int | None:
     e = simplify(e)
     return int(e.value) if isinstance(e, Const) else None
+
+
+def _stores(s: Stmt) -> bool:
+    from hdsl.ir.stmt import Store
+    return isinstance(s, Store) or any(_stores(k) for k in children(s))
 
 
 def _has_kind(s: Stmt, kind: str) -> bool:
@@ -173,7 +164,14 @@ def _first_of_kind(s: Stmt, kind: str) -> str | None:
 def gpu_memory(stmt: Stmt) -> Stmt:
     """Allocate.memory inside kernels, and barriers between thread-loop nests of a block."""
 
+    singles = [0]
+
     def visit(s: Stmt, where: str) -> Stmt:
+        if where == "block" and _stores(s) and not _has_kind(s, GPU_THREAD) and \
+                not (isinstance(s, For) and s.kind == GPU_BLOCK):
+            singles[0] += 1
+            return For(f"gpu.single_thread.{singles[0]}", Const(I32, 0), Const(I32, 1), GPU_THREAD,
+                       visit(s, "thread"))
         if isinstance(s, For):
             inner = {GPU_BLOCK: "block", GPU_THREAD: "thread"}.get(s.kind, where)
             body = visit(s.body, inner)

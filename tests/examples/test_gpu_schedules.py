@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 import hdsl
+from tests.targets import GPU_TARGET
 from hdsl.runtime.images import load_image
 
 from .test_examples import EX, EXAMPLES, IMAGES
 
 
 def run_emulated(p, *args, **kw):
-    c = p.compile("cuda-emulate")
+    c = p.compile(GPU_TARGET)
     assert c.native.device.counts["launch"] == 0
     out = c.realize(*args, **kw) if args else c(**kw)
     counts = c.native.device.counts

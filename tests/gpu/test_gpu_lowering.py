@@ -57,6 +57,19 @@ def test_a_func_computed_at_a_thread_loop_is_local():
     assert nodes(launch.kernel.body, GpuBarrier) == []
 
 
+def test_block_level_code_outside_thread_loops_runs_in_one_thread():
+    """bx computed at out's block loop without gpu_threads of its own: one thread of the
+    block computes it (a thread loop of extent 1, Halide's gpu_single_thread), a barrier
+    before out's threads read it."""
+    lo = low("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x)")
+    (launch,) = kernels_of(lo.stmt)
+    singles = [f for f in nodes(launch.kernel.body, For) if f.var.startswith("gpu.single_thread")]
+    assert len(singles) == 1 and singles[0].kind == "gpu_thread" and stmt_str_expr(singles[0].extent) == "1"
+    assert [a.memory for a in nodes(launch.kernel.body, Allocate)] == ["gpu_shared"]
+    assert len(nodes(launch.kernel.body, GpuBarrier)) == 1
+    assert [stmt_str_expr(t) for t in launch.kernel.threads] == ["16", "8"]
+
+
 def test_compute_root_on_the_gpu_is_a_kernel_of_its_own():
     lo = low("out.gpu_tile(x, y, xi, yi, 8, 8)\n    bx.compute_root().gpu_tile(x, y, xi, yi, 32, 4)")
     names = [k.kernel.name for k in kernels_of(lo.stmt)]
@@ -84,8 +97,6 @@ def test_no_gpu_loop_is_left_outside_kernels_and_a_cpu_target_refuses_them():
      "a GPU block of 2048 threads (at loop 'xi' of 'out'): at most 1024 threads per block"),
     ("out.split(y, yo, yi, 8).parallel(yo).gpu_blocks(yi)", 11,
      "GPU loop 'yi' of 'out' is inside parallel loop 'yo' of 'out'"),
-    ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x)", 12,
-     "'bx' is computed inside GPU block loop 'y' of 'out' but outside its thread loops"),
     ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x).gpu_tile(x, y, xi, yi, 4, 4)", 12,
      "GPU block loop 'y' of 'bx' is inside the kernel of GPU block loop 'y' of 'out'"),
     ("out.split(x, x, xi, 2).split(xi, xi, xii, 2).split(y, y, yi, 2).gpu_blocks(x, y, xi).gpu_blocks(yi)", 11,
