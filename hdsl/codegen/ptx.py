@@ -251,10 +251,17 @@ def _init_nvptx():
         _nvptx_ready = True
 
 
+# The PTX ISA version per architecture: at least 7.3 (CUDA 11.3 drivers), which a per-thread
+# array of run-time size (a dynamic alloca) needs; LLVM's own choice for sm_75 is 6.3, and it
+# stops the process (a fatal error, not an exception) on such an alloca below 7.3.
+PTX_ISA = {75: 73, 80: 73, 90: 78}
+
+
 def nvptx_machine(sm: int = 75):
     from llvmlite import binding as llvm
     _init_nvptx()
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", opt=3)
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", features=f"+ptx{PTX_ISA[sm]}",
+                                                                 opt=3)
 
 
 def kernels_llvm(kernels, sm: int = 75, fast_math: bool = False, name: str = "hdsl_kernels") -> ir.Module:
