@@ -21,6 +21,7 @@ pycuda or a driver is missing. docs/gpu.md says so too.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import json
@@ -113,11 +114,23 @@ def _driver():
                 if cuda.Device.count() == 0:
                     raise HdslError(NO_CUDA.format(why="the driver finds no GPU"), None)
                 _context = cuda.Device(0).retain_primary_context()
+                atexit.register(_close, cuda)
             except cuda.Error as e:
                 raise HdslError(NO_CUDA.format(why=f"the CUDA driver failed: {e}"), None) from None
     if cuda.Context.get_current() is None:
         _context.push()
     return cuda
+
+
+def _close(cuda) -> None:
+    """At exit: the context off this thread's stack (pycuda warns about one left pushed)."""
+    global _context
+    try:
+        if cuda.Context.get_current() is not None:
+            cuda.Context.pop()
+    except Exception:       # (a driver already torn down: nothing left to release)
+        pass
+    _context = None
 
 
 class CudaDevice(Device):
