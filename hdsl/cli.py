@@ -311,9 +311,9 @@ def cmd_lower(args) -> int:
         print(device_code(lower(p.ir, args.schedule, target, shift_outputs=args.shifted).stmt, target).ptx, end="")
         return 0
     if args.emit in ("llvm", "asm"):
-        from hdsl.codegen.cpu import generate
+        from hdsl.runtime.native import host_module
         low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
-        module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
+        module = str(host_module(p.ir, low.stmt, "hdsl_" + p.name, target))
         if args.emit == "llvm":
             print(module)
         else:

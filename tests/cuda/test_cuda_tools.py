@@ -61,3 +61,13 @@ def test_lower_prints_the_kernels_ptx(tmp_path, capsys):
     assert code == 0 and ".target sm_90" in assembled(out)
     code, _, err = run(capsys, "lower", src, "--emit", "ptx")
     assert code == 1 and "needs a cuda target" in err
+
+
+def test_lower_emit_llvm_for_a_gpu_target_is_the_host_code_with_launches(tmp_path, capsys):
+    """(It stopped with an internal error: the CPU's code generator met the launch.)"""
+    src = tmp_path / "blur.hl"
+    src.write_text(BLUR_CUDA)
+    code, out, err = run(capsys, "lower", src, "--target", "cuda", "--emit", "llvm")
+    assert code == 0, err
+    kernel = run(capsys, "lower", src, "--target", "cuda", "--emit", "ptx")[1].split(".entry ")[1].split("(")[0]
+    assert f'c"{kernel}\\00"' in out           # the kernel's name, handed to the device's launch
