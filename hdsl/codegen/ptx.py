@@ -143,7 +143,9 @@ class CodeGenPTX(CodeGenLLVM):
         if s.memory == "gpu_shared":
             if n is not None:
                 arr = ir.ArrayType(et, max(n, 1))
-                g = ir.GlobalVariable(self.module, arr, name=f"{st.fn.name}.{s.name}", addrspace=SHARED)
+                # (unique: an unrolled loop makes its body's allocations once per copy)
+                g = ir.GlobalVariable(self.module, arr, name=self.module.get_unique_name(f"{st.fn.name}.{s.name}"),
+                                      addrspace=SHARED)
                 g.linkage = "internal"
                 g.initializer = ir.Constant(arr, ir.Undefined)
                 g.align = SHARED_ALIGN

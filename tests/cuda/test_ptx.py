@@ -237,3 +237,20 @@ def test_a_per_thread_array_of_run_time_size_needs_ptx_7_3():
     ptx = ptx_of([kern])
     assert re.search(r"^\.version 7\.3$", ptx, re.M)
     assert "alloca" in body_of(ptx, "dynlocal")
+
+
+def test_shared_allocations_in_an_unrolled_block_loop_are_one_each():
+    """An unrolled loop at block level generates its body once per iteration: each copy's
+    gpu_shared allocation is an array of its own (the second copy once failed on the name)."""
+    tx = Var("tx")
+    stage = lambda: Allocate("t", F32, c(32), Block((
+        For("tx", I0, c(32), "gpu_thread", Store("t", tx, Load("x", tx, F32))),
+        GpuBarrier(),
+        For("tx", I0, c(32), "gpu_thread", Store("y", ops.binop("+", ops.binop("*", Var("k"), c(32)), tx),
+                                                 Load("t", ops.binop("-", c(31), tx), F32))))), "gpu_shared")
+    body = For("bx", I0, Var("n"), "gpu_block", For("k", I0, c(2), "unrolled", stage()))
+    kern = Kernel("unrolledshared", (buf("x", access="r"), buf("y", access="w"), scalar("n")), body, (c(32),),
+                  c(256))
+    ptx = ptx_of([kern])
+    assert len(re.findall(r"\.shared \.align 16 \.b8 \S+\[128\]", ptx)) == 2
+    assert body_of(ptx, "unrolledshared").count("bar.sync") == 2
