@@ -146,11 +146,11 @@ class CudaDevice(Device):
     def use(self, code: DeviceCode) -> None:
         """The kernels of the variant about to run (loaded once per process per PTX)."""
         key = hashlib.sha256(code.ptx.encode()).hexdigest()
+        cuda = _driver()            # (outside the lock, which _driver takes itself)
         with _state_lock:
             module = _modules.get(key)
             if module is None:
-                self.cuda = _driver()
-                module = _modules[key] = self.cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
+                module = _modules[key] = cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
         self.code, self.module = code, module
 
     def malloc(self, nbytes: int) -> int:
