@@ -1,4 +1,4 @@
-"""`hdsl check | run`: the command line.
+"""`hdsl check | run | compile | bench | lower | fmt | lsp`: the command line.
 
 A user error prints `file:line:col: error: …` with the line, a caret and a
 hint, and exits 1; only a bug in hdsl itself (InternalError or an unexpected
@@ -356,6 +356,41 @@ def _version() -> str:
     return __version__
 
 
+def cmd_fmt(args) -> int:
+    """Rewrite each file in the canonical layout (hdsl/editor/fmt.py); with --check, only say
+    which files it would change. `-` reads standard input and writes the result out."""
+    import os
+    from hdsl.editor.fmt import format_source
+    from hdsl.runtime.files import write_atomic
+    status = 0
+    for path in args.files:
+        try:
+            text = sys.stdin.read() if path == "-" else read_source(path)
+            new = format_source(text, "<stdin>" if path == "-" else path)
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+            status = 1
+            continue
+        except HdslError as e:
+            print(e.render(), file=sys.stderr)
+            status = 1
+            continue
+        if path == "-":
+            sys.stdout.write(new)
+        elif new != text and args.check:
+            print(f"{path}: would reformat", file=sys.stderr)
+            status = 1
+        elif new != text:
+            try:
+                write_atomic(path, new.encode("utf-8"), os.stat(path).st_mode & 0o7777)
+            except OSError as e:
+                print(f"error: cannot write {path}: {e.strerror}", file=sys.stderr)
+                status = 1
+                continue
+            print(f"{path}: formatted")
+    return status
+
+
 def cmd_lsp(args) -> int:
     try:
         from hdsl.editor.lsp import main as serve
@@ -435,6 +470,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stmt: the loop nest (default; a GPU target's with its kernels, their launch bounds "
                          "and shared memory); llvm: LLVM IR; asm: assembly; ptx: a cuda target's kernels")
     lo.set_defaults(fn=cmd_lower)
+    fm = sub.add_parser("fmt", help="rewrite .hl files in the canonical layout (comments kept)")
+    fm.add_argument("files", nargs="+", metavar="FILE", help="the .hl files to format ('-': stdin to stdout)")
+    fm.add_argument("--check", action="store_true",
+                    help="change nothing; exit 1 and name the files that are not in the canonical layout")
+    fm.set_defaults(fn=cmd_fmt)
     ls = sub.add_parser("lsp", help="run the language server on stdin/stdout (for editors; needs pygls: "
                                     "pip install 'hdsl[lsp]')")
     ls.set_defaults(fn=cmd_lsp)

@@ -1,6 +1,7 @@
-// Starts `hdsl lsp` (the language server: the checker's errors as you type) for
-// .hl files. Highlighting, snippets and brackets work without it; if `hdsl` is
-// not found, a warning says how to point the setting hdsl.server.path at it.
+// Starts `hdsl lsp` (the language server: errors as you type, hover, go to
+// definition, references, outline, completion, formatting) for .hl files.
+// Highlighting, snippets and brackets work without it; if `hdsl` is not found,
+// a warning says how to point the setting hdsl.server.path at it.
 'use strict';
 const vscode = require('vscode');
 const { LanguageClient } = require('vscode-languageclient/node');

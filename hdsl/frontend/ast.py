@@ -188,6 +188,7 @@ class FnDef(Node):
     params: list[str]
     body: list[Node]
     name_span: Span | None = None
+    param_spans: list[Span] = field(default_factory=list)   # (for editors: where each parameter is named)
 
 
 @dataclass(eq=False)

@@ -108,8 +108,9 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def fn_def(self, meta, c):
-        params = [str(p) for p in c[1:-1] if p is not None]
-        return ast.FnDef(self._span(meta), str(c[0]), params, c[-1], self._tspan(c[0]))
+        toks = [p for p in c[1:-1] if p is not None]
+        return ast.FnDef(self._span(meta), str(c[0]), [str(p) for p in toks], c[-1], self._tspan(c[0]),
+                         [self._tspan(p) for p in toks])
 
     @v_args(meta=True)
     def algorithm(self, meta, c):

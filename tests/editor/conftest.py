@@ -134,6 +134,14 @@ def known_words() -> list[tuple[str, str]]:
 
 def tokenize_with_vscode(grammar: Path, files: list[Path]) -> dict[str, list]:
     """{file: [(line, [(start, end, scopes), ...]), ...]} from VS Code's tokenizer."""
+    need_node_packages()
+    out = subprocess.run(["node", str(VSCODE / "test" / "tokenize.js"), str(grammar), *map(str, files)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def need_node_packages() -> None:
+    """Node, npm and editors/vscode's node packages (installed once with `npm ci`)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         # (a developer's machine without Node may skip; CI has Node, and `make test` installs
         # the tokenizer, so there a missing tool is a failure, not a silent skip)
@@ -145,9 +153,6 @@ def tokenize_with_vscode(grammar: Path, files: list[Path]) -> dict[str, list]:
         if not (VSCODE / "node_modules" / "vscode-textmate").exists():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=VSCODE,
                            check=True, capture_output=True)
-    out = subprocess.run(["node", str(VSCODE / "test" / "tokenize.js"), str(grammar), *map(str, files)],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
 
 
 def find(tokens: list[tuple[str, object]], text: str, occurrence: int):

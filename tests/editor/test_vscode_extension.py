@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from hdsl.cli import lower_schedules
 from hdsl.frontend.elaborate import check_source
 from hdsl.schedule.record import SIGNATURES
-from tests.editor.conftest import ROOT, VSCODE, source_files
+from tests.editor.conftest import ROOT, VSCODE, need_node_packages, source_files
 
 CONFIG = json.loads((VSCODE / "language-configuration.json").read_text())
 SNIPPETS = json.loads((VSCODE / "snippets" / "hdsl.code-snippets").read_text())
@@ -83,6 +84,42 @@ def test_the_extension_starts_the_language_server():
     assert "vscode-languageclient" in pkg["dependencies"]
     assert pkg["contributes"]["snippets"][0]["path"] == "./snippets/hdsl.code-snippets"
     assert (VSCODE / pkg["contributes"]["languages"][0]["configuration"]).exists()
+
+
+def _activate(tmp_path, *args) -> dict:
+    """editors/vscode/test/activate.js: the extension activated with a stand-in `vscode`, then
+    the command it would start, spoken to through vscode-jsonrpc (VS Code's client's library)."""
+    import subprocess
+    import sys
+    need_node_packages()
+    hdsl = Path(sys.executable).parent / "hdsl"          # the console script pip installed
+    if not hdsl.exists():
+        hdsl = tmp_path / "hdsl"
+        hdsl.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m hdsl.cli "$@"\n')
+        hdsl.chmod(0o755)
+    out = subprocess.run(["node", str(VSCODE / "test" / "activate.js"), str(hdsl), *map(str, args)],
+                         cwd=VSCODE, check=True, capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out), str(hdsl)
+
+
+def test_the_extension_starts_hdsl_lsp_and_it_answers(tmp_path):
+    """Activated, the extension starts `<hdsl.server.path> lsp` for .hl files; that server
+    answers VS Code's JSON-RPC: no diagnostics on the blur example, a hover on blur_x."""
+    blur = ROOT / "examples" / "blur.hl"
+    line = blur.read_text().split("\n").index(next(l for l in blur.read_text().split("\n")
+                                                   if l.startswith("    blur_x(x, y)")))
+    got, hdsl = _activate(tmp_path, blur, line, 4)
+    assert got["serverOptions"] == {"command": hdsl, "args": ["lsp"]} and got["started"]
+    assert {"scheme": "file", "language": "hdsl"} in got["clientOptions"]["documentSelector"]
+    assert got["diagnostics"] == [] and got["exitCode"] == 0
+    assert "Func blur_x(x, y): u16, 2-D" in got["hover"]["contents"]["value"]
+    assert {"hoverProvider", "definitionProvider", "referencesProvider", "documentSymbolProvider",
+            "completionProvider", "documentFormattingProvider"} <= set(got["capabilities"])
+
+
+def test_the_extension_can_be_told_not_to_start_the_server(tmp_path):
+    got, _ = _activate(tmp_path, ROOT / "examples" / "blur.hl", 0, 0, "false")
+    assert got["serverOptions"] is None and not got["started"]
 
 
 @pytest.mark.slow
