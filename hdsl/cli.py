@@ -334,13 +334,9 @@ def cmd_lower(args) -> int:
         print(device_code(lower(p.ir, args.schedule, target, shift_outputs=args.shifted).stmt, target).ptx, end="")
         return 0
     if args.emit in ("llvm", "asm"):
+        from hdsl.runtime.native import host_module
         low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
-        if target.is_gpu:       # the host code (with the emulated kernels for cuda-emulate)
-            from hdsl.codegen.device_host import generate as generate_gpu
-            module = str(generate_gpu(p.ir, low.stmt, "hdsl_" + p.name, target.fast_math, device=target.device))
-        else:
-            from hdsl.codegen.cpu import generate
-            module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
+        module = str(host_module(p.ir, low.stmt, "hdsl_" + p.name, target))
         if args.emit == "llvm":
             print(module)
         else:

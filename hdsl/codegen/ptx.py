@@ -45,8 +45,8 @@ from llvmlite import ir
 from hdsl.codegen.llvm import I8T, I32T, I64T, PTR, CodeGenLLVM, _const_int, _Fn, llvm_type
 from hdsl.diagnostics import InternalError
 from hdsl.ir.expr import Expr
-from hdsl.ir.stmt import Allocate, Block, For, GpuBarrier, IfThenElse, LetStmt, Stmt, children
-from hdsl.ir.types import Type
+from hdsl.ir.stmt import GPU_BLOCK, GPU_THREAD, Allocate, Block, For, GpuBarrier, IfThenElse, LetStmt, Stmt, children
+from hdsl.ir.types import I32, Type
 
 TRIPLE = "nvptx64-nvidia-cuda"
 SHARED = 3                    # NVPTX's shared address space
@@ -111,16 +111,16 @@ class CodeGenPTX(CodeGenLLVM):
 
     # ------------------------------------------------------------ hooks
     def loop(self, st: _Fn, s: For):
-        if s.kind not in ("gpu_block", "gpu_thread"):
+        if s.kind not in (GPU_BLOCK, GPU_THREAD):
             return super().loop(st, s)
         b = st.b
         dim = self._dims[id(s)]
-        idx = self.sreg(st, "ctaid" if s.kind == "gpu_block" else "tid", dim)
+        idx = self.sreg(st, "ctaid" if s.kind == GPU_BLOCK else "tid", dim)
         lo = self.expr(st, s.min)
         old = st.syms.get(s.var)
-        st.syms[s.var] = (b.add(lo, idx, name=s.var), _I32)
+        st.syms[s.var] = (b.add(lo, idx, name=s.var), I32)
         n = _const_int(s.extent)
-        if s.kind == "gpu_block" or (n is not None and n == self._threads[dim]):
+        if s.kind == GPU_BLOCK or (n is not None and n == self._threads[dim]):
             self.stmt(st, s.body)
         else:
             # (a block runs the largest thread loop's extent: shorter ones are guarded)
@@ -140,10 +140,12 @@ class CodeGenPTX(CodeGenLLVM):
         et = llvm_type(s.type, memory=True)
         elem_bytes = max(1, s.type.bits // 8)
         n = _const_int(s.size)
-        if getattr(s, "memory", "heap") == "gpu_shared":
+        if s.memory == "gpu_shared":
             if n is not None:
                 arr = ir.ArrayType(et, max(n, 1))
-                g = ir.GlobalVariable(self.module, arr, name=f"{st.fn.name}.{s.name}", addrspace=SHARED)
+                # (unique: an unrolled loop makes its body's allocations once per copy)
+                g = ir.GlobalVariable(self.module, arr, name=self.module.get_unique_name(f"{st.fn.name}.{s.name}"),
+                                      addrspace=SHARED)
                 g.linkage = "internal"
                 g.initializer = ir.Constant(arr, ir.Undefined)
                 g.align = SHARED_ALIGN
@@ -208,9 +210,6 @@ class CodeGenPTX(CodeGenLLVM):
         b.call(vprintf, [self._cstr(fmt), buf])
 
 
-_I32 = Type("int", 32)
-
-
 def _gpu_dims(body: Stmt) -> dict[int, int]:
     """id(For) -> its GPU dim: how many loops of its own kind (gpu_block / gpu_thread) it encloses
     (the innermost is x = 0)."""
@@ -231,7 +230,7 @@ def _gpu_dims(body: Stmt) -> dict[int, int]:
         if isinstance(s, (LetStmt, Allocate)):
             return depth(s.body, kind)
         return 0
-    for kind in ("gpu_block", "gpu_thread"):
+    for kind in (GPU_BLOCK, GPU_THREAD):
         depth(body, kind)
     for s_id, d in dims.items():
         if d > 2:
@@ -254,10 +253,17 @@ def _init_nvptx():
         _nvptx_ready = True
 
 
+# The PTX ISA version per architecture: at least 7.3 (CUDA 11.3 drivers), which a per-thread
+# array of run-time size (a dynamic alloca) needs; LLVM's own choice for sm_75 is 6.3, and it
+# stops the process (a fatal error, not an exception) on such an alloca below 7.3.
+PTX_ISA = {75: 73, 80: 73, 90: 78}
+
+
 def nvptx_machine(sm: int = 75):
     from llvmlite import binding as llvm
     _init_nvptx()
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", opt=3)
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", features=f"+ptx{PTX_ISA[sm]}",
+                                                                 opt=3)
 
 
 def kernels_llvm(kernels, sm: int = 75, fast_math: bool = False, name: str = "hdsl_kernels") -> ir.Module:

@@ -21,6 +21,7 @@ pycuda or a driver is missing. docs/gpu.md says so too.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import json
@@ -104,7 +105,7 @@ def _driver():
     global _context
     try:
         import pycuda.driver as cuda
-    except ImportError as e:           # (pycuda also fails to import where libcuda.so is missing)
+    except (ImportError, OSError) as e:     # (pycuda also fails to import where libcuda.so is missing)
         raise HdslError(NO_CUDA.format(why=f"pycuda cannot be imported: {e}"), None) from None
     with _state_lock:
         if _context is None:
@@ -113,11 +114,23 @@ def _driver():
                 if cuda.Device.count() == 0:
                     raise HdslError(NO_CUDA.format(why="the driver finds no GPU"), None)
                 _context = cuda.Device(0).retain_primary_context()
+                atexit.register(_close, cuda)
             except cuda.Error as e:
                 raise HdslError(NO_CUDA.format(why=f"the CUDA driver failed: {e}"), None) from None
     if cuda.Context.get_current() is None:
         _context.push()
     return cuda
+
+
+def _close(cuda) -> None:
+    """At exit: the context off this thread's stack (pycuda warns about one left pushed)."""
+    global _context
+    try:
+        if cuda.Context.get_current() is not None:
+            cuda.Context.pop()
+    except Exception:       # (a driver already torn down: nothing left to release)
+        pass
+    _context = None
 
 
 class CudaDevice(Device):
@@ -133,11 +146,11 @@ class CudaDevice(Device):
     def use(self, code: DeviceCode) -> None:
         """The kernels of the variant about to run (loaded once per process per PTX)."""
         key = hashlib.sha256(code.ptx.encode()).hexdigest()
+        cuda = _driver()            # (outside the lock, which _driver takes itself)
         with _state_lock:
             module = _modules.get(key)
             if module is None:
-                self.cuda = _driver()
-                module = _modules[key] = self.cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
+                module = _modules[key] = cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
         self.code, self.module = code, module
 
     def malloc(self, nbytes: int) -> int:

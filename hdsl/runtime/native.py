@@ -21,6 +21,16 @@ def _dim(d: int) -> str:
     return DIM_NAMES[d] if d < 3 else f"dim {d}"
 
 
+def host_module(p: Pipeline, stmt, name: str, target: Target):
+    """The LLVM module of a lowered pipeline's host code: the CPU's, or for a GPU target the CPU's
+    with kernel launches and device copies (hdsl/codegen/device_host.py)."""
+    if target.is_gpu:
+        from hdsl.codegen.device_host import generate as generate_gpu
+        return generate_gpu(p, stmt, name, target.fast_math, device=target.device)
+    from hdsl.codegen.cpu import generate
+    return generate(p, stmt, name, target.fast_math)
+
+
 class _Variant:
     """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
 
@@ -73,13 +83,7 @@ class _Variant:
     @property
     def module(self):
         if self._module is None:
-            if self.target.is_gpu:
-                from hdsl.codegen.device_host import generate as generate_gpu
-                self._module = generate_gpu(self.p, self.lowered.stmt, self.name, self.fast_math,
-                                            device=self.target.device)
-            else:
-                from hdsl.codegen.cpu import generate
-                self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
+            self._module = host_module(self.p, self.lowered.stmt, self.name, self.target)
         return self._module
 
     @property

@@ -5,10 +5,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from hdsl.cli import main
+from hdsl.codegen import cuda_tools
 from hdsl.codegen.cuda_tools import libdevice_path, ptxas_path
+from hdsl.codegen.ptx import compile_ptx
+from hdsl.diagnostics import HdslError
+from hdsl.ir import ops
+from hdsl.ir.stmt import Load
+from hdsl.ir.types import F32
 from tests.cuda.ptxas_check import assembled
 from tests.cuda.test_cuda_runtime import BLUR_CUDA
+from tests.cuda.test_ptx import buf, elementwise, saxpy
 
 
 def run(capsys, *args):
@@ -61,3 +70,33 @@ def test_lower_prints_the_kernels_ptx(tmp_path, capsys):
     assert code == 0 and ".target sm_90" in assembled(out)
     code, _, err = run(capsys, "lower", src, "--emit", "ptx")
     assert code == 1 and "needs a cuda target" in err
+
+
+def test_lower_emit_llvm_for_a_gpu_target_is_the_host_code_with_launches(tmp_path, capsys):
+    """(It stopped with an internal error: the CPU's code generator met the launch.)"""
+    src = tmp_path / "blur.hl"
+    src.write_text(BLUR_CUDA)
+    code, out, err = run(capsys, "lower", src, "--target", "cuda", "--emit", "llvm")
+    assert code == 0, err
+    kernel = run(capsys, "lower", src, "--target", "cuda", "--emit", "ptx")[1].split(".entry ")[1].split("(")[0]
+    assert f'c"{kernel}\\00"' in out           # the kernel's name, handed to the device's launch
+
+
+def test_missing_cuda_tools_say_how_to_install_them(monkeypatch):
+    """Without the cuda-tools extra: kernels calling math functions need libdevice, checking
+    PTX needs ptxas; each says which extra brings it."""
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [])
+    cuda_tools.ptxas_path.cache_clear()
+    cuda_tools.libdevice_path.cache_clear()
+    try:
+        exp = elementwise("expk", lambda i: ops.intrinsic("exp", [Load("x", i, F32)]), [buf("x", access="r"), buf("y")])
+        with pytest.raises(HdslError) as e:
+            compile_ptx([exp])
+        assert "libdevice" in e.value.render() and "pip install 'hdsl[cuda-tools]'" in e.value.render()
+        ptx = compile_ptx([saxpy()])                      # (no math: no libdevice needed)
+        with pytest.raises(HdslError) as e:
+            cuda_tools.ptxas(ptx, 75)
+        assert "ptxas is not installed" in e.value.render() and "hdsl[cuda-tools]" in e.value.render()
+    finally:
+        cuda_tools.ptxas_path.cache_clear()
+        cuda_tools.libdevice_path.cache_clear()

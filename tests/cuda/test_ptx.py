@@ -220,3 +220,37 @@ def test_print_in_a_kernel_is_cuda_printf_in_the_evaluators_format():
     assert 'c"%f at %lld %s\\0a\\00"' in text
     ptx = ptx_of([kern])
     assert re.search(r"call\.uni.*\s*vprintf", body_of(ptx, "printk"))
+
+
+def test_a_per_thread_array_of_run_time_size_needs_ptx_7_3():
+    """A gpu_local allocation whose size is known only at run time is a dynamic alloca, which
+    PTX has from ISA 7.3 on: LLVM picks 6.3 for sm_75 and would stop the whole process on it
+    (found by random GPU schedules). The module says .version 7.3 and ptxas takes it."""
+    i, m = Var("i"), Var("m")
+    inner = Allocate("tmp", F32, m, Block((
+        For("k", I0, m, "serial", Store("tmp", Var("k"), Load("x", ops.binop("+", i, Var("k")), F32))),
+        Store("y", i, Load("tmp", ops.binop("%", Load("sel", i, I32), m), F32)))), "gpu_local")
+    body = For("bx", I0, Var("n"), "gpu_block", For("tx", I0, c(32), "gpu_thread",
+               LetStmt("i", ops.binop("+", ops.binop("*", Var("bx"), c(32)), Var("tx")), inner)))
+    kern = Kernel("dynlocal", (buf("x", access="r"), buf("sel", I32, "r"), buf("y", access="w"), scalar("n"),
+                               scalar("m")), body, (c(32),), I0)
+    ptx = ptx_of([kern])
+    assert re.search(r"^\.version 7\.3$", ptx, re.M)
+    assert "alloca" in body_of(ptx, "dynlocal")
+
+
+def test_shared_allocations_in_an_unrolled_block_loop_are_one_each():
+    """An unrolled loop at block level generates its body once per iteration: each copy's
+    gpu_shared allocation is an array of its own (the second copy once failed on the name)."""
+    tx = Var("tx")
+    stage = lambda: Allocate("t", F32, c(32), Block((
+        For("tx", I0, c(32), "gpu_thread", Store("t", tx, Load("x", tx, F32))),
+        GpuBarrier(),
+        For("tx", I0, c(32), "gpu_thread", Store("y", ops.binop("+", ops.binop("*", Var("k"), c(32)), tx),
+                                                 Load("t", ops.binop("-", c(31), tx), F32))))), "gpu_shared")
+    body = For("bx", I0, Var("n"), "gpu_block", For("k", I0, c(2), "unrolled", stage()))
+    kern = Kernel("unrolledshared", (buf("x", access="r"), buf("y", access="w"), scalar("n")), body, (c(32),),
+                  c(256))
+    ptx = ptx_of([kern])
+    assert len(re.findall(r"\.shared \.align 16 \.b8 \S+\[128\]", ptx)) == 2
+    assert body_of(ptx, "unrolledshared").count("bar.sync") == 2
