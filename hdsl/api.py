@@ -53,6 +53,9 @@ class Pipeline:
     def compile(self, target: str = "host", schedule: str | None = None, use_cache: bool = True) -> "Pipeline":
         """A reusable compiled pipeline: target 'host' (native code), an x86-64 variant, or 'interp'."""
         base = target[: -len("-fast_math")] if target.endswith("-fast_math") and target != "interp-fast_math" else target
+        if base == "opengl":
+            from hdsl.runtime.opengl import compile_pipeline
+            return compile_pipeline(self, schedule)
         if base not in TARGETS:
             raise HdslError(f"unknown target '{target}'", None,
                             "targets: " + ", ".join(TARGETS) + " (a native one may end in -fast_math)")
