@@ -289,7 +289,7 @@ class DeviceBuffer:
                                   dtype=self.words, count=self.host.size)
             flat = self.host.reshape(-1)
             with np.errstate(all="ignore"):
-                flat[...] = words.astype(self.host.dtype) if self.type.is_bool() is False else words != 0
+                flat[...] = (words != 0) if self.type.is_bool() else words.astype(self.host.dtype)
             self.copies_out += 1
         self.device_dirty = False
         return self.host
@@ -309,3 +309,61 @@ def compile_pipeline(pipeline, schedule: str | None):
     raise HdslError("target 'opengl' cannot run whole pipelines yet: it needs the GPU lowering "
                     "(kernel outlining) that the CUDA back end brings", None,
                     "run on --target host or --target interp meanwhile")
+
+
+# --- launching kernels --------------------------------------------------------------------
+
+def _uniform(GL, loc: int, t, value):
+    if loc < 0:
+        return              # (a uniform the shader does not use is optimized away)
+    if t.is_float():
+        GL.glUniform1f(loc, float(np.float32(value)))
+    elif t.is_uint():
+        GL.glUniform1ui(loc, int(value) & 0xFFFFFFFF)
+    else:
+        GL.glUniform1i(loc, int(value))
+
+
+def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: bool = False):
+    """Run `kernel` (an hdsl.ir.kernel.Kernel) over `grid` work groups (x first): each buffer
+    argument from `buffers` (name -> DeviceBuffer, copied in if the host is newer), each scalar
+    from `scalars` (name -> value); buffers the kernel writes become device-dirty."""
+    from hdsl.codegen.glsl import compile_kernel
+    ctx = context()
+    gk = compile_kernel(kernel, fast_math, threads)
+    sizes = gk.group_size
+    n_threads = sizes[0] * sizes[1] * sizes[2]
+    if n_threads > ctx.max_group_invocations or any(s > m for s, m in zip(sizes, ctx.max_group_size)):
+        raise HdslError(f"kernel '{kernel.name}' asks for work groups of {sizes[0]}x{sizes[1]}x{sizes[2]} "
+                        f"threads, more than this OpenGL allows ({ctx.max_group_invocations} in all, "
+                        f"{'x'.join(map(str, ctx.max_group_size))} per dimension)", None,
+                        "use smaller gpu_threads / gpu_tile factors")
+    groups = [int(g) for g in grid] + [1] * (3 - len(grid))
+    with ctx.use() as GL:
+        prog = ctx.program(gk.source, kernel.name)
+        GL.glUseProgram(prog)
+        for name, (ident, t) in gk.uniforms.items():
+            _uniform(GL, GL.glGetUniformLocation(prog, ident), t, scalars[name])
+        for binding, a in enumerate(gk.buffers):
+            GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, binding, buffers[a.name].to_device())
+        if all(g > 0 for g in groups):
+            GL.glDispatchCompute(*groups)
+        GL.glMemoryBarrier(GL.GL_SHADER_STORAGE_BARRIER_BIT | GL.GL_BUFFER_UPDATE_BARRIER_BIT)
+        for a in gk.buffers:
+            if a.access != "r":
+                buffers[a.name].written_on_device()
+
+
+def run_kernel(kernel, grid, arrays: dict, scalars: dict | None = None, threads=None, fast_math: bool = False):
+    """`launch` on NumPy arrays (flat, of each buffer argument's element type), copied back after."""
+    ctx = context()
+    types = {a.name: a.type for a in kernel.args if a.kind == "buffer"}
+    bufs = {n: DeviceBuffer(ctx, np.array(arr, order="C").reshape(-1), types[n]) for n, arr in arrays.items()}
+    try:
+        launch(kernel, grid, bufs, scalars or {}, threads, fast_math)
+        with ctx.use():
+            out = {n: b.to_host().reshape(np.shape(arrays[n])) for n, b in bufs.items()}
+    finally:
+        for b in bufs.values():
+            b.release()
+    return out

@@ -1,0 +1,552 @@
+"""GLSL code generation: one `Kernel` (hdsl/ir/kernel.py) -> one OpenGL 4.3 compute shader.
+
+The kernel body is first rewritten by hdsl/lower/glsl_rewrites.py (Euclidean division, shifts,
+saturating and out-of-range casts in terms of operations GLSL defines); this module then maps
+the IR onto GLSL one node at a time:
+
+- Types: bool -> bool; i8/i16/i32 -> int; u8/u16/u32 -> uint; f32 -> float. An 8- or 16-bit
+  value is kept in canonical form in its 32-bit word (sign-extended for signed types, zero-
+  extended for unsigned ones) and normalized after every operation that can leave that form
+  (+ - * << unary - ~ and casts): `(x << 24) >> 24` for i8, `x & 0xffu` for u8. That is Halide's
+  wrapping. 64-bit integers, f16 and f64 have no GLSL 4.3 type here: `GlslUnsupported`.
+- Expressions are interned DAGs: every compound node becomes one temporary (`int t12 = ...;`),
+  generated once per straight-line stretch and reused while it dominates; a select computes both
+  sides (the rewrites make every operation safe to compute, taken or not).
+- Floating point: temporaries are `precise` (no contraction into fma or other value-changing
+  rewrites, GLSL 4.50 section 4.7.1), so + - * / and sqrt round as IEEE single precision does;
+  with fast_math they are not, as the CPU's fast_math allows contraction. min/max are selects
+  (a NaN operand gives the other one, as the evaluator), -x is 0 - x, float % is
+  a - b * floor(a / b), round is roundEven.
+- Loops: a "gpu_block" loop `v` is `v = min + gl_WorkGroupID[d]`; a "gpu_thread" loop is
+  `v = min + gl_LocalInvocationID[d]` under `if (gl_LocalInvocationID[d] < extent)`; dimension d
+  counts the loops of the same kind nested inside (the innermost is x). Other loops are
+  counted `for` loops. `GpuBarrier` is `memoryBarrierShared(); barrier();`.
+- Buffers: each buffer argument is a std430 shader storage block of 32-bit words (binding =
+  its position among the buffer arguments, hdsl/runtime/opengl.py stores every element type
+  in one word), read-only or write-only as its access says; scalars are uniforms; a gpu_shared
+  allocation is a `shared` array, a gpu_local one a local array (both of constant size).
+"""
+from __future__ import annotations
+
+import re
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError, InternalError
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var
+from hdsl.ir.kernel import GpuBarrier, Kernel
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, Let, LetStmt, Load, Stmt,
+                          Store)
+from hdsl.ir.types import Type
+from hdsl.lower.glsl_rewrites import rewrite_stmt
+
+GLSL_VERSION = "#version 430"
+_KEYWORDS = frozenset("""attribute const uniform varying buffer shared coherent volatile restrict readonly writeonly
+atomic_uint layout centroid flat smooth noperspective patch sample break continue do for while switch case default
+if else subroutine in out inout float double int void bool true false invariant precise discard return mat2 mat3 mat4
+vec2 vec3 vec4 ivec2 ivec3 ivec4 bvec2 bvec3 bvec4 uint uvec2 uvec3 uvec4 dvec2 dvec3 dvec4 lowp mediump highp
+precision sampler2D image2D struct common partition active asm class union enum typedef template this resource
+goto inline noinline public static extern external interface long short half fixed unsigned superp input output
+filter sizeof cast namespace using main""".split())
+_MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+          "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
+          "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}
+
+
+# GLSL's exp on llvmpipe is exp2(x * log2(e)): the rounding of that product costs ~0.7 ulp per
+# unit of |x| (60 ulp near 88). Cody-Waite reduction first (x = k ln2 + r, ln2 split in two so
+# k * ln2_hi is exact), then exp2 of the small remainder, scaled by 2^k exactly: within 4 ulp of
+# the correctly rounded result over the whole range (tests/opengl/test_glsl_kernels.py).
+HELPERS = {"hdsl_exp": """float hdsl_exp(float x) {
+    precise float k = roundEven(x * 1.4426950408889634);
+    precise float r = (x - k * 0.693145751953125) - k * 1.428606765330187e-06;
+    precise float m = exp2(r * 1.4426950408889634);
+    int e = int(clamp(k, -300.0, 300.0));
+    // 2^e in two halves: each stays a normal float while the product under- or overflows
+    precise float y = m * exp2(float(e / 2)) * exp2(float(e - e / 2));
+    return isinf(x) ? (x > 0.0 ? x : 0.0) : y;
+}"""}
+
+
+class GlslUnsupported(HdslError):
+    """Something the kernel does that GLSL (as hdsl generates it) cannot do."""
+
+
+def glsl_type(t: Type, kernel: str = "?") -> str:
+    if t.is_bool():
+        return "bool"
+    if t.is_float() and t.bits == 32:
+        return "float"
+    if t.is_integral() and t.bits <= 32:
+        return "int" if t.is_int() else "uint"
+    what = ("64-bit integers" if t.is_integral() else f"{t.bits}-bit floats")
+    raise GlslUnsupported(f"kernel '{kernel}' computes with {t}, and OpenGL's GLSL has no {what}", None,
+                          "use 32-bit types (i32/u32/f32) in the stages scheduled for the GPU")
+
+
+def literal(t: Type, v) -> str:
+    """A GLSL literal that means exactly `v` in type `t`."""
+    if t.is_bool():
+        return "true" if v else "false"
+    if t.is_float():
+        f = np.float32(v)
+        if not np.isfinite(f) or (f != 0 and abs(f) < np.finfo(np.float32).tiny) or (f == 0 and np.signbit(f)):
+            return f"uintBitsToFloat(0x{int(f.view(np.uint32)):08x}u)"
+        # the double's shortest form: it names the f32 value exactly, so any correctly rounding
+        # parser (to double or straight to float) gives that value back
+        text = repr(float(f))
+        text = text if ("." in text or "e" in text) else text + ".0"
+        return f"({text})" if text.startswith("-") else text
+    v = int(v)
+    if t.is_uint():
+        return f"{v & 0xFFFFFFFF}u"
+    if v == -(1 << 31):
+        return "(-2147483647 - 1)"
+    return str(v) if v >= 0 else f"({v})"
+
+
+def normalize(t: Type, s: str) -> str:
+    """s (an int/uint GLSL expression) brought back to t's canonical form."""
+    if t.is_bool() or t.is_float() or t.bits >= 32:
+        return s
+    if t.is_uint():
+        return f"(({s}) & 0x{(1 << t.bits) - 1:x}u)"
+    return f"((({s}) << {32 - t.bits}) >> {32 - t.bits})"
+
+
+class _Names:
+    """hdsl names (with '.' and '$') -> distinct GLSL identifiers."""
+
+    def __init__(self):
+        self.used: set[str] = set()
+
+    def fresh(self, name: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") or "v"
+        base = re.sub(r"_+", "_", base)
+        if base[0].isdigit() or base.startswith("gl_") or base in _KEYWORDS:
+            base = "h_" + base
+        cand, n = base, 1
+        while cand in self.used:
+            n += 1
+            cand = f"{base}_{n}"
+        self.used.add(cand)
+        return cand
+
+
+class GlslCodeGen:
+    def __init__(self, kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None):
+        self.kernel = kernel
+        self.fast_math = fast_math
+        self.threads = threads
+        self.names = _Names()
+        self.lines: list[str] = []
+        self.globals: list[str] = []
+        self.indent = 1
+        self.env: dict[str, tuple[str, Type]] = {}       # hdsl name -> (GLSL identifier, type)
+        self.buffers: dict[str, tuple[str, Type, str]] = {}   # hdsl buffer -> (GLSL access expr, type, kind)
+        self.cache: list[dict] = [{}]                   # id(expr) -> (expr, identifier), per scope
+        self.ntemp = 0
+        self.uniforms: dict[str, tuple[str, Type]] = {}      # scalar argument -> (uniform, type)
+        self.helpers: list[str] = []                          # HELPERS the kernel calls
+
+    # --- errors ---
+    def unsupported(self, what: str, hint: str | None = None) -> GlslUnsupported:
+        return GlslUnsupported(f"kernel '{self.kernel.name}': {what}", None, hint)
+
+    def type(self, t: Type) -> str:
+        return glsl_type(t, self.kernel.name)
+
+    # --- output ---
+    def emit(self, line: str):
+        self.lines.append("    " * self.indent + line)
+
+    def open(self, head: str):
+        self.emit(head + " {" if head else "{")
+        self.indent += 1
+        self.cache.append({})
+
+    def close(self, tail: str = "}"):
+        self.cache.pop()
+        self.indent -= 1
+        self.emit(tail)
+
+    def generate(self) -> str:
+        k = self.kernel
+        body = rewrite_stmt(k.body)
+        header = [GLSL_VERSION, f"// kernel {k.name}: generated by hdsl (hdsl/codegen/glsl.py)"]
+        sizes = self.group_size()
+        header.append("layout(" + ", ".join(f"local_size_{d} = {n}" for d, n in zip("xyz", sizes)) + ") in;")
+        binding = 0
+        for a in k.args:
+            if a.kind == "buffer":
+                word = self.type(a.type)
+                word = "uint" if word == "bool" else word
+                block = self.names.fresh(a.name + "_block")
+                inst = self.names.fresh(a.name)
+                qual = {"r": "readonly ", "w": "writeonly ", "rw": ""}[a.access]
+                header.append(f"layout(std430, binding = {binding}) {qual}buffer {block} {{ {word} d[]; }} {inst};"
+                              f"  // {a.name}: {a.type}")
+                self.buffers[a.name] = (f"{inst}.d", a.type, "ssbo")
+                binding += 1
+            elif a.kind == "scalar":
+                ident = self.names.fresh(a.name)
+                header.append(f"uniform {self.type(a.type)} {ident};  // {a.name}: {a.type}")
+                self.env[a.name] = (ident, a.type)
+                self.uniforms[a.name] = (ident, a.type)
+            else:
+                raise InternalError(f"glsl: kernel argument kind {a.kind}")
+        self.stmt(body)
+        helpers = [HELPERS[h] for h in self.helpers]
+        return "\n".join(header + self.globals + helpers + ["void main() {"] + self.lines + ["}", ""])
+
+    def group_size(self) -> tuple[int, int, int]:
+        if self.threads is not None:
+            sizes = list(self.threads)
+        else:
+            sizes = []
+            for e in self.kernel.threads:
+                if not isinstance(e, Const):
+                    raise InternalError(f"glsl: kernel {self.kernel.name}'s block size {e} is not a constant: "
+                                        "pass the launch's sizes")
+                sizes.append(int(e.value))
+        sizes = [max(1, int(n)) for n in sizes] + [1] * (3 - len(sizes))
+        return tuple(sizes[:3])
+
+    # --- statements ---
+    def bind(self, name: str, value: str, t: Type, const: bool = False) -> str:
+        ident = self.names.fresh(name)
+        prec = "precise " if t.is_float() and not self.fast_math else ""
+        self.emit(f"{prec}{'const ' if const else ''}{self.type(t)} {ident} = {value};")
+        if name in self.env:
+            # a rebinding: values cached under the old meaning of the name are stale
+            self.cache = [{} for _ in self.cache]
+        return ident
+
+    def scoped(self, name: str, ident: str, t: Type):
+        old = self.env.get(name)
+        self.env[name] = (ident, t)
+        return old
+
+    def restore(self, name: str, old):
+        if old is None:
+            self.env.pop(name, None)
+        else:
+            self.env[name] = old
+
+    def stmt(self, s: Stmt):
+        if isinstance(s, Block):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, LetStmt):
+            v = self.expr(s.value)
+            ident = self.bind(s.name, v, s.value.type)
+            old = self.scoped(s.name, ident, s.value.type)
+            self.stmt(s.body)
+            self.restore(s.name, old)
+        elif isinstance(s, For):
+            self.loop(s)
+        elif isinstance(s, IfThenElse):
+            c = self.expr(s.cond)
+            self.open(f"if ({c})")
+            self.stmt(s.then)
+            if s.otherwise is not None:
+                self.close("}")
+                self.lines.pop()
+                self.open("} else")
+                self.stmt(s.otherwise)
+            self.close()
+        elif isinstance(s, Store):
+            idx = self.expr(s.index)
+            val = self.expr(s.value)
+            target, t = self.buffer(s.buffer)
+            if s.value.type.is_bool() and self.buffers[s.buffer][2] == "ssbo":
+                val = f"uint({val})"
+            self.emit(f"{target}[{idx}] = {val};")
+        elif isinstance(s, Allocate):
+            self.allocate(s)
+        elif isinstance(s, GpuBarrier):
+            self.emit("memoryBarrierShared();")
+            self.emit("barrier();")
+        elif isinstance(s, Evaluate):
+            if any(isinstance(n, Intrinsic) and n.name == "print" for n in _walk(s.value)):
+                raise self.unsupported("print() cannot run in an OpenGL shader",
+                                       "print from a stage that runs on the CPU, or run with --target host")
+            self.expr(s.value)
+        elif isinstance(s, Assert):
+            raise self.unsupported("a run-time check cannot stop an OpenGL shader")
+        else:
+            raise InternalError(f"glsl: unexpected statement {type(s).__name__}")
+
+    def loop(self, s: For):
+        if s.kind in ("gpu_block", "gpu_thread"):
+            dim = _nested_count(s.body, s.kind)
+            if dim > 2:
+                raise self.unsupported(f"more than 3 nested {s.kind} loops")
+            builtin = ("gl_WorkGroupID" if s.kind == "gpu_block" else "gl_LocalInvocationID") + "." + "xyz"[dim]
+            lo = self.expr(s.min)
+            if s.kind == "gpu_thread":
+                ext = self.expr(s.extent)
+                self.open(f"if (int({builtin}) < {ext})")
+            else:
+                self.open("")
+            ident = self.bind(s.var, f"{lo} + int({builtin})", s.min.type)
+            old = self.scoped(s.var, ident, s.min.type)
+            self.stmt(s.body)
+            self.restore(s.var, old)
+            self.close()
+            return
+        lo = self.expr(s.min)
+        ext = self.expr(s.extent)
+        i = self.names.fresh(s.var + "_i")
+        # counted from 0 to extent: no overflow of min + extent, and no iteration for extent <= 0
+        self.open(f"for (int {i} = 0; {i} < {ext}; ++{i})")
+        ident = self.bind(s.var, f"{lo} + {i}", s.min.type)
+        old = self.scoped(s.var, ident, s.min.type)
+        self.stmt(s.body)
+        self.restore(s.var, old)
+        self.close()
+
+    def allocate(self, s: Allocate):
+        memory = getattr(s, "memory", "heap")
+        if not isinstance(s.size, Const):
+            raise self.unsupported(f"'{s.name}' needs storage of a size known only at run time ({s.size})",
+                                   "give the stage constant extents inside the GPU loops (e.g. gpu_tile with "
+                                   "constant factors, or bound())")
+        n = max(1, int(s.size.value))
+        word = self.type(s.type)
+        ident = self.names.fresh(s.name)
+        if memory == "gpu_shared":
+            self.globals.append(f"shared {word} {ident}[{n}];  // {s.name}: {s.type}")
+        elif memory in ("gpu_local", "stack"):
+            self.emit(f"{word} {ident}[{n}];  // {s.name}: {s.type}")
+        else:
+            raise self.unsupported(f"'{s.name}' needs heap memory, which a shader cannot allocate",
+                                   "compute the Func at the GPU block or thread loops")
+        old = self.buffers.get(s.name)
+        self.buffers[s.name] = (ident, s.type, "array")
+        self.stmt(s.body)
+        if old is None:
+            del self.buffers[s.name]
+        else:
+            self.buffers[s.name] = old
+
+    def buffer(self, name: str) -> tuple[str, Type]:
+        b = self.buffers.get(name)
+        if b is None:
+            raise InternalError(f"glsl: kernel {self.kernel.name} uses buffer {name}, which is not its argument")
+        return b[0], b[1]
+
+    # --- expressions ---
+    def expr(self, e: Expr) -> str:
+        """An identifier or literal holding e's value (compound nodes become temporaries)."""
+        if isinstance(e, Const):
+            self.type(e.type)
+            return literal(e.type, e.value)
+        if isinstance(e, (Var, Param)):
+            v = self.env.get(e.name)
+            if v is None:
+                raise InternalError(f"glsl: unbound variable {e.name} in kernel {self.kernel.name}")
+            return v[0]
+        for scope in reversed(self.cache):
+            hit = scope.get(id(e))
+            if hit is not None:
+                return hit[1]
+        if isinstance(e, Let):
+            v = self.expr(e.value)
+            ident = self.bind(e.name, v, e.value.type)
+            old = self.scoped(e.name, ident, e.value.type)
+            r = self.expr(e.body)
+            self.restore(e.name, old)
+            return r
+        text = self.compute(e)
+        self.ntemp += 1
+        ident = f"t{self.ntemp}"
+        while ident in self.names.used:
+            self.ntemp += 1
+            ident = f"t{self.ntemp}"
+        self.names.used.add(ident)
+        prec = "precise " if (e.type.is_float() or _float_compare(e)) and not self.fast_math else ""
+        self.emit(f"{prec}{self.type(e.type)} {ident} = {text};")
+        self.cache[-1][id(e)] = (e, ident)
+        return ident
+
+    def compute(self, e: Expr) -> str:
+        t = e.type
+        self.type(t)
+        if isinstance(e, Load):
+            idx = self.expr(e.index)
+            target, bt = self.buffer(e.buffer)
+            v = f"{target}[{idx}]"
+            if t.is_bool() and self.buffers[e.buffer][2] == "ssbo":
+                return f"({v} != 0u)"
+            return v
+        if isinstance(e, Cast):
+            return self.cast(t, self.expr(e.value), e.value.type)
+        if isinstance(e, BinOp):
+            return self.binop(e)
+        if isinstance(e, Unary):
+            a = self.expr(e.a)
+            if e.op == "!":
+                return f"!{a}"
+            if e.op == "~":
+                return normalize(t, f"~{a}")
+            if t.is_float():
+                return f"0.0 - {a}"
+            return normalize(t, f"0u - {a}" if t.is_uint() else f"-{a}")
+        if isinstance(e, Select):
+            c, x, y = self.expr(e.cond), self.expr(e.t), self.expr(e.f)
+            return f"{c} ? {x} : {y}"
+        if isinstance(e, Intrinsic):
+            return self.intrinsic(e)
+        raise InternalError(f"glsl: unexpected expression {type(e).__name__}")
+
+    def cast(self, t: Type, v: str, src: Type) -> str:
+        if t == src:
+            return v
+        if t.is_bool():
+            return f"{v} != {literal(src, 0)}"
+        if t.is_float():
+            return f"float({v})"
+        # to an integer: from a float in range and truncated (glsl_rewrites), from another
+        # integer by its bits, then to t's width
+        return normalize(t, f"{self.type(t)}({v})")
+
+    def binop(self, e: BinOp) -> str:
+        o, t = e.op, e.a.type
+        a, b = self.expr(e.a), self.expr(e.b)
+        if t.is_float():
+            if o in ("+", "-", "*", "/"):
+                return f"{a} {o} {b}"
+            if o == "%":
+                return f"{a} - {b} * floor({a} / {b})"
+            if o in ("min", "max"):
+                return f"{a} {'<' if o == 'min' else '>'} {b} ? {a} : {b}"
+            if o in ("==", "!=", "<", "<=", ">", ">="):
+                return f"{a} {o} {b}"
+        elif t.is_bool():
+            if o in ("&&", "&", "*"):
+                return f"{a} && {b}"
+            if o in ("||", "|"):
+                return f"{a} || {b}"
+            if o in ("^", "!="):
+                return f"{a} != {b}"
+            if o == "==":
+                return f"{a} == {b}"
+            if o in ("<", "<=", ">", ">=", "min", "max", "+", "-"):
+                # (through 0/1: bool arithmetic is 1-bit unsigned)
+                if o in ("<", "<=", ">", ">="):
+                    return f"int({a}) {o} int({b})"
+                return f"{a} {'&&' if o == 'min' else '||'} {b}" if o in ("min", "max") else \
+                    f"{a} != {b}"
+        else:
+            if o in ("+", "-", "*"):
+                return normalize(t, f"{a} {o} {b}")
+            if o in ("min", "max"):
+                return f"{o}({a}, {b})"
+            if o in ("==", "!=", "<", "<=", ">", ">=", "&", "|", "^"):
+                return f"{a} {o} {b}"
+        if o in ("&&", "||"):
+            return f"{a} {o} {b}"
+        raise InternalError(f"glsl: operator {o} on {t} (not rewritten?)")
+
+    def intrinsic(self, e: Intrinsic) -> str:
+        name, t = e.name, e.type
+        if name == "print":
+            raise self.unsupported("print() cannot run in an OpenGL shader",
+                                   "print from a stage that runs on the CPU, or run with --target host")
+        args = [self.expr(a) for a in e.args]
+        at = e.args[0].type if e.args else t
+        if name in ("glsl_tdiv", "glsl_tmod"):
+            a, b = args
+            q = f"{a} / {b}"
+            if name == "glsl_tdiv":
+                return normalize(t, q)       # (only i8 -128 / -1 could leave the range: excluded)
+            # GLSL's % is undefined for negative operands: a - (a / b) * b
+            return f"{a} - ({a} / {b}) * {b}"
+        if name in ("glsl_shl", "glsl_shr"):
+            a, n = args        # (GLSL lets the amount's signedness differ from the value's)
+            return normalize(t, f"{a} << {n}") if name == "glsl_shl" else f"{a} >> {n}"
+        if name in _MATH1:
+            fn = _MATH1[name]
+            if fn in HELPERS and fn not in self.helpers:
+                self.helpers.append(fn)
+            return f"{fn}({args[0]})"
+        if name == "pow":
+            return f"pow({args[0]}, {args[1]})"
+        if name == "atan2":
+            return f"atan({args[0]}, {args[1]})"
+        if name == "is_nan":
+            return f"isnan({args[0]})"
+        if name == "is_inf":
+            return f"isinf({args[0]})"
+        if name == "is_finite":
+            return f"!isnan({args[0]}) && !isinf({args[0]})"
+        if name == "abs":
+            if at.is_float():
+                return f"abs({args[0]})"
+            if at.is_int():
+                return f"uint({args[0]} < 0 ? -{args[0]} : {args[0]})"
+            return args[0]
+        if name == "absd":
+            a, b = args
+            if at.is_float():
+                return f"abs({a} - {b})"
+            if at.is_int():
+                return normalize(t, f"{a} > {b} ? uint({a}) - uint({b}) : uint({b}) - uint({a})")
+            return f"{a} > {b} ? {a} - {b} : {b} - {a}"
+        if name == "lerp":
+            z, o, w = args
+            wt = e.args[2].type
+            if not t.is_float():
+                raise self.unsupported(f"lerp of {t} values is not supported on OpenGL yet",
+                                       "lerp float values, or compute the stage on the CPU")
+            if not wt.is_float():
+                w = f"(float({w}) / {literal(t, float(2 ** wt.bits - 1))})"
+            return f"{z} * (1.0 - {w}) + {o} * {w}"
+        raise self.unsupported(f"the built-in {name}() has no GLSL form yet")
+
+
+def _float_compare(e: Expr) -> bool:
+    return isinstance(e, BinOp) and e.a.type.is_float()
+
+
+def _walk(e: Expr):
+    from hdsl.ir.expr import walk
+    return walk(e)
+
+
+def _nested_count(s: Stmt, kind: str) -> int:
+    """How many loops of `kind` are nested inside s (the deepest chain)."""
+    from hdsl.ir.stmt import children
+    best = 0
+    for c in children(s):
+        n = _nested_count(c, kind)
+        if isinstance(c, For) and c.kind == kind:
+            n += 1
+        best = max(best, n)
+    return best
+
+
+@dataclass(frozen=True)
+class GlslKernel:
+    """A kernel's shader and how to feed it: the uniform of each scalar argument, and the
+    buffer arguments in binding order."""
+    name: str
+    source: str
+    uniforms: dict
+    buffers: tuple
+    group_size: tuple
+
+
+def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None) -> GlslKernel:
+    """The compute shader for `kernel` (threads: the block size, when it is not a constant)."""
+    cg = GlslCodeGen(kernel, fast_math, threads)
+    source = cg.generate()
+    return GlslKernel(kernel.name, source, cg.uniforms, tuple(a for a in kernel.args if a.kind == "buffer"),
+                      cg.group_size())
+
+
+def kernel_source(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None) -> str:
+    return compile_kernel(kernel, fast_math, threads).source
