@@ -69,6 +69,9 @@ HELPERS = {"hdsl_exp": """float hdsl_exp(float x) {
     return isinf(x) ? (x > 0.0 ? x : 0.0) : y;
 }"""}
 
+_FORMS = {"pow": "pow({0}, {1})", "atan2": "atan({0}, {1})", "is_nan": "isnan({0})", "is_inf": "isinf({0})",
+          "is_finite": "!isnan({0}) && !isinf({0})"}
+
 
 class GlslUnsupported(HdslError):
     """Something the kernel does that GLSL (as hdsl generates it) cannot do."""
@@ -473,16 +476,8 @@ class GlslCodeGen:
             if fn in HELPERS and fn not in self.helpers:
                 self.helpers.append(fn)
             return f"{fn}({args[0]})"
-        if name == "pow":
-            return f"pow({args[0]}, {args[1]})"
-        if name == "atan2":
-            return f"atan({args[0]}, {args[1]})"
-        if name == "is_nan":
-            return f"isnan({args[0]})"
-        if name == "is_inf":
-            return f"isinf({args[0]})"
-        if name == "is_finite":
-            return f"!isnan({args[0]}) && !isinf({args[0]})"
+        if name in _FORMS:
+            return _FORMS[name].format(*args)
         if name == "abs":
             if at.is_float():
                 return f"abs({args[0]})"
