@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from hdsl.api import TARGETS
+from hdsl.target import parse_target
 from hdsl.diagnostics import HdslError
 from hdsl.ir.func import Pipeline
 
@@ -48,17 +49,18 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
     for k in emit:
         if k not in EMIT_KINDS:
             raise HdslError(f"unknown --emit kind '{k}'", None, "kinds: " + ", ".join(EMIT_KINDS))
-    fast_math = target.endswith("-fast_math")
-    base_target = target[: -len("-fast_math")] if fast_math else target
-    native = [t for t in TARGETS if t != "interp"]
-    if base_target == "interp":
+    tgt = parse_target(target)
+    native = [t for t in TARGETS if t not in ("interp", "opengl") and not t.startswith("cuda")]
+    if tgt.arch == "interp":
         raise HdslError("'interp' is the reference evaluator: it runs pipelines but makes no code to "
                         "compile ahead of time", None,
                         "compile for " + ", ".join(native) + " (each may end in -fast_math); "
                         "`hdsl run --target interp` runs the evaluator")
-    if base_target not in native:
-        raise HdslError(f"unknown target '{target}'", None,
-                        "hdsl compile targets: " + ", ".join(native) + " (each may end in -fast_math)")
+    if tgt.is_gpu:
+        raise HdslError(f"hdsl compile makes no code for GPU target '{tgt.name}' yet", None,
+                        "`hdsl run --target cuda-emulate` runs GPU schedules on the CPU; "
+                        "compile for " + ", ".join(native))
+    fast_math, base_target = tgt.fast_math, tgt.cpu
     name = name or c_name(p)
     out = Path(out_dir)
     try:
@@ -81,7 +83,8 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
 def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, schedule: str | None,
                   emit: tuple[str, ...], name: str) -> dict[str, Path]:
     from hdsl.codegen.c_header import header, wrapper
-    from hdsl.codegen.llvm import generate, split_module
+    from hdsl.codegen.cpu import generate
+    from hdsl.codegen.modules import split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
     from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine

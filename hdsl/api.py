@@ -10,7 +10,7 @@ from hdsl.frontend.elaborate import check_source
 from hdsl.ir.func import Pipeline as PipelineIR
 from hdsl.ir.types import from_dtype
 
-TARGETS = ("interp", "host", "x86-64-avx2", "x86-64-avx512")
+from hdsl.target import TARGET_NAMES as TARGETS, Target, parse_target  # noqa: F401 (TARGETS: for callers)
 
 
 def to_buffer_layout(arr: np.ndarray, dims: int) -> np.ndarray:
@@ -50,28 +50,25 @@ class Pipeline:
     def outputs(self):
         return [(f.name, t.name if t else None, f.dims) for f, t in zip(self.ir.outputs, self.ir.output_types)]
 
-    def compile(self, target: str = "host", schedule: str | None = None, use_cache: bool = True) -> "Pipeline":
-        """A reusable compiled pipeline: target 'host' (native code), an x86-64 variant, or 'interp'."""
-        base = target[: -len("-fast_math")] if target.endswith("-fast_math") and target != "interp-fast_math" else target
-        if base == "opengl":
-            from hdsl.runtime.opengl import compile_pipeline
-            return compile_pipeline(self, schedule)
-        if base not in TARGETS:
-            raise HdslError(f"unknown target '{target}'", None,
-                            "targets: " + ", ".join(TARGETS) + " (a native one may end in -fast_math)")
+    def compile(self, target: "str | Target" = "host", schedule: str | None = None,
+                use_cache: bool = True) -> "Pipeline":
+        """A reusable compiled pipeline: target 'host' (native code), an x86-64 variant, 'interp',
+        or a GPU target ('cuda-emulate': GPU schedules run by the host-emulation device; see
+        hdsl/target.py)."""
+        tgt = parse_target(target)
         if schedule is not None and schedule not in self.ir.schedules:
             names = ", ".join(n for n in self.ir.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{self.name}' has no schedule '{schedule}'", None,
                             f"its named schedules: {names}")
         native = None
-        if target != "interp":
+        if tgt.native:
             from hdsl.lower.lower import choose_schedule
             from hdsl.runtime.native import NativePipeline
             from hdsl.schedule.record import refuse_unsupported
             # (before the compile cache, which skips lowering)
-            refuse_unsupported(choose_schedule(self.ir, schedule, base), base)
-            native = NativePipeline(self.ir, schedule, target, use_cache)
-        return Pipeline(self.ir, target, schedule, native)
+            refuse_unsupported(choose_schedule(self.ir, schedule, tgt), tgt)
+            native = NativePipeline(self.ir, schedule, tgt, use_cache)
+        return Pipeline(self.ir, tgt.name, schedule, native)
 
     def _bind(self, kwargs):
         inputs, params = {}, {}

@@ -298,18 +298,20 @@ def cmd_lower(args) -> int:
     import hdsl
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import PASSES, lower
+    from hdsl.target import parse_target
+    target = parse_target(args.target)
     p = hdsl.load(args.file)
     if args.emit in ("llvm", "asm"):
-        from hdsl.codegen.llvm import generate
-        low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
+        from hdsl.codegen.cpu import generate
+        low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
         module = str(generate(p.ir, low.stmt, "hdsl_" + p.name))
         if args.emit == "llvm":
             print(module)
         else:
             from hdsl.runtime.jit import assembly
-            print(assembly(module, args.target))
+            print(assembly(module, target.cpu))
         return 0
-    low = lower(p.ir, args.schedule, args.target, shift_outputs=args.shifted)
+    low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
     if args.debug_level:
         # every pass's result in order (with --debug 2, its time too)
         for name in PASSES:
@@ -355,6 +357,7 @@ def cmd_lsp(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from hdsl.lower.lower import PASSES
     native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
+    gpu = "; GPU: cuda, cuda-sm_80, cuda-sm_90, cuda-emulate (GPU schedules run on the CPU), opengl"
     ap = argparse.ArgumentParser(prog="hdsl", description="hdsl: image-processing pipelines, Halide-style.")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     ap.add_argument("--version", action="version", version=f"hdsl {_version()}", help="print hdsl's version and exit")
@@ -379,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--min", metavar="X[,Y[,C]]",
                    help="the outputs' first coordinates (default 0,0): --min 1,1 --size W-2,H-2 runs a "
                         "3x3 stencil that has no boundary condition (negative ones: --min=-4,-4)")
-    r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)")
+    r.add_argument("--target", default="host", metavar="T", help=native + ", or interp (the reference evaluator)" + gpu)
     r.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
@@ -398,15 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--output-size", metavar="W[,H[,C]]",
                     help="the outputs' extents (default: the first input's), e.g. for a pipeline whose "
                          "output is smaller than its input")
-    be.add_argument("--target", default="host", metavar="T", help=native)
+    be.add_argument("--target", default="host", metavar="T", help=native + gpu)
     be.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     be.add_argument("--runs", type=_positive_int, default=10, metavar="N", help="timed runs (default 10)")
     be.set_defaults(fn=cmd_bench)
     lo = sub.add_parser("lower", help="print the lowered loop nest (or LLVM IR / assembly)")
     lo.add_argument("file", metavar="FILE", help="the .hl program")
     lo.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
-    lo.add_argument("--target", default="host", choices=["host", "x86-64-avx2", "x86-64-avx512"],
-                    help="the CPU to lower for (default host)")
+    lo.add_argument("--target", default="host", metavar="T",
+                    help="the target to lower for: " + native + gpu + " (a GPU target shows its kernels)")
     lo.add_argument("--print-after", metavar="PASS",
                     help="show the loop nest after this pass: " + ", ".join(PASSES) + f" (default {PASSES[-1]})")
     lo.add_argument("--shifted", action="store_true",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hdsl.ir.func import Pipeline
 from hdsl.ir.types import Type
+from hdsl.runtime.abi import c_buffer_struct
 
 BUFFER_STRUCT = """\
 #ifndef HDSL_BUFFER_DEFINED
@@ -20,15 +21,9 @@ BUFFER_STRUCT = """\
  *   host + elem_bytes * sum_d (x_d - min[d]) * stride[d]
  * for min[d] <= x_d < min[d] + extent[d]. Strides are in elements and may be
  * any value (negative too); dims is at most 8. hdsl never reads or writes
- * outside the region [min, min + extent) of a buffer it is given. */
-struct hdsl_buffer {
-    void *host;
-    int32_t dims;
-    int32_t elem_bytes;
-    int64_t min[8];
-    int64_t extent[8];
-    int64_t stride[8];
-};
+ * outside the region [min, min + extent) of a buffer it is given. The device
+ * fields (device, device_interface, flags) are for GPU pipelines: set them to 0. */
+%(buffer_struct)s
 
 /* Element types in struct hdsl_argument.type_code. */
 enum hdsl_type_code { HDSL_INT = 0, HDSL_UINT = 1, HDSL_FLOAT = 2, HDSL_BOOL = 3 };
@@ -51,7 +46,7 @@ struct hdsl_argument {
 #define HDSL_ERROR_BAD_BUFFER 5       /* a NULL buffer, or dims / elem_bytes not as declared */
 #define HDSL_ERROR_BUFFER_TOO_LARGE 6 /* a buffer spans 2^31 elements or more (offsets are 32-bit) */
 #endif
-"""
+""" % {"buffer_struct": c_buffer_struct()}
 
 C_TYPES = {"bool": "bool", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
            "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",

@@ -1,28 +1,29 @@
-"""Kernels: the GPU code a `LaunchKernel` runs (the shapes of /GPU_CONTRACT, shared by the CUDA,
-OpenGL and host-emulation back ends).
+"""A GPU kernel: the loop nest under one outermost gpu_block loop, outlined by
+hdsl/lower/gpu.py and launched by a LaunchKernel statement (hdsl/ir/stmt.py).
 
-PROVISIONAL COPY on branch `opengl`: branch `gpu` owns this module (and `GpuBarrier`, which
-belongs in hdsl/ir/stmt.py); when its kernel outlining lands, its version replaces this one.
+- `name`: unique in the pipeline ("kernel_blur_y_0").
+- `args`: everything the body reads or writes that it does not define itself, by
+  the host's names: buffers (kind "buffer": a flat pointer to elements of `type`,
+  `access` "r", "w" or "rw") and scalars (kind "scalar": an i32/i64/float value).
+- `body`: up to 3 nested "gpu_block" For loops, inside them up to 3 nested
+  "gpu_thread" loops (several sibling nests, separated by GpuBarrier, may share a
+  block's gpu_shared allocations), flat Load/Store on the args' buffers.
+- `threads`: the block size per dim (x first), the largest extent of the body's
+  thread loops of that dim, an expression of the scalar args only (device code
+  guards `thread_index < extent` for shorter thread loops).
+- `shared_bytes`: the gpu_shared memory one block needs (0 if none), an expression
+  of the scalar args only.
 
-- Kernel.body: a loop nest whose outer loops are "gpu_block" For loops (at most 3; the innermost
-  is dimension x), inside them "gpu_thread" loops (likewise), flat Load/Store on the buffers
-  named by `args`.
-- Kernel.threads: the block size per dimension (x first), expressions of the args only.
-- Kernel.shared_bytes: the gpu_shared memory per block.
-- KernelArg: kind "buffer" (a flat array of `type`, `access` "r", "w" or "rw") or "scalar".
+The host-emulation device runs the very same Kernel: block loops as (parallel)
+loops, thread loops as serial loops, each GpuBarrier a no-op since the thread-loop
+nests it separates run one after another.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hdsl.ir.expr import Const, Expr
-from hdsl.ir.stmt import Stmt
-from hdsl.ir.types import I32, Type
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class GpuBarrier(Stmt):
-    """Every thread of the block waits here (GLSL barrier(), PTX bar.sync 0)."""
+from hdsl.ir.expr import Expr
+from hdsl.ir.types import Type
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +31,23 @@ class KernelArg:
     name: str
     type: Type
     kind: str               # "buffer" | "scalar"
-    access: str = "r"       # buffers: "r", "w" or "rw"
+    access: str = ""        # buffers: "r", "w" or "rw"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Kernel:
     name: str
-    args: tuple
-    body: Stmt
-    threads: tuple
-    shared_bytes: Expr = Const(I32, 0)
+    args: tuple             # (KernelArg, ...)
+    body: object            # Stmt
+    threads: tuple          # (Expr, ...), x first
+    shared_bytes: Expr
+
+    def with_body(self, body, threads=None, shared_bytes=None) -> "Kernel":
+        return replace(self, body=body, threads=self.threads if threads is None else threads,
+                       shared_bytes=self.shared_bytes if shared_bytes is None else shared_bytes)
+
+    def buffers(self) -> list[KernelArg]:
+        return [a for a in self.args if a.kind == "buffer"]
+
+    def scalars(self) -> list[KernelArg]:
+        return [a for a in self.args if a.kind == "scalar"]

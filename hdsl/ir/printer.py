@@ -5,7 +5,7 @@ import threading
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var)
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, Let, LetStmt, Load, Provide, Realize,
+from hdsl.ir.stmt import (Allocate, Assert, Block, DeviceSync, Evaluate, For, GpuBarrier, IfThenElse, LaunchKernel, Let, LetStmt, Load, Provide, Realize,
                           Stmt, Store, own_exprs)
 
 _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "|": 4, "^": 5, "&": 6,
@@ -154,7 +154,18 @@ def _stmt_str(s: Stmt, indent: int = 0) -> str:
             vals = f"({vals})"
         return f"{pad}{s.func.name}({', '.join(expr_str(a) for a in s.args)}) = {vals}\n"
     if isinstance(s, Allocate):
-        return f"{pad}allocate {s.name}: {s.type}[{expr_str(s.size)}]\n" + stmt_str(s.body, indent)
+        where = "" if s.memory == "heap" else f" in {s.memory}"
+        return f"{pad}allocate {s.name}: {s.type}[{expr_str(s.size)}]{where}\n" + stmt_str(s.body, indent)
+    if isinstance(s, GpuBarrier):
+        return f"{pad}gpu_barrier\n"
+    if isinstance(s, DeviceSync):
+        return f"{pad}device_sync {s.buffer} {s.op}\n"
+    if isinstance(s, LaunchKernel):
+        k = s.kernel
+        args = ", ".join(f"{a.name}" + (f" ({a.access})" if a.kind == "buffer" else "") for a in k.args)
+        return (f"{pad}launch {k.name} on {s.device}: grid ({', '.join(expr_str(g) for g in s.grid)}), "
+                f"threads ({', '.join(expr_str(t) for t in k.threads)}), shared {expr_str(k.shared_bytes)} bytes\n"
+                f"{pad}  args: {args}\n" + stmt_str(k.body, indent + 1))
     if isinstance(s, Store):
         return f"{pad}{s.buffer}[{expr_str(s.index)}] = {expr_str(s.value)}\n"
     if isinstance(s, Assert):

@@ -3,13 +3,26 @@
 Semantics, one line each:
 - For: run `body` for var = min .. min + extent - 1; `kind` is serial,
   parallel (iterations on the thread pool, in any order), vectorized or
-  unrolled (a hint to codegen; the meaning is that of serial).
+  unrolled (a hint to codegen; the meaning is that of serial), gpu_block or
+  gpu_thread (a GPU grid's blocks / a block's threads; the innermost block loop
+  of a nest is dim x, the next outer y, then z; likewise threads).
 - LetStmt: bind the i32/i64 scalar `name` to `value` inside `body`.
 - Block: statements in order. IfThenElse: a guard.
 - Realize: storage for Func `func` over `bounds` (min, extent per dim) in `body`;
   a folded dim keeps only `factor` slices, addressed modulo `factor`.
 - Provide: write the values of `func` at `args` (before flattening).
-- Allocate / Store / Load: flat buffers (after flattening), indices in elements.
+- Allocate / Store / Load: flat buffers (after flattening), indices in elements;
+  Allocate.memory is "heap" (codegen's choice of stack or heap), "stack",
+  "gpu_shared" (one per GPU block) or "gpu_local" (one per GPU thread).
+- GpuBarrier: every thread of a GPU block waits here (between the thread-loop nests
+  of a block that share memory).
+- LaunchKernel: run `kernel` (hdsl/ir/kernel.py) on `device` over `grid` blocks
+  (x first); first each buffer arg is made current on the device (allocated there,
+  copied in if the host's copy is newer), after it the buffers it writes are newer on
+  the device (Halide's dirty bits, kept at run time in the buffer's device fields).
+- DeviceSync: host code around launches (hdsl/lower/gpu.py device_copies): `op` is
+  "to_host" (copy `buffer` back if the device's copy is newer: before host code uses it)
+  or "host_written" (the host's copy is now the newer one).
 - Assert: if `cond` is false, stop with error `code`; `info` are i64 values
   saved for the error message (which input, which dimension, what range).
 - Evaluate: compute an expression for its effect (print).
@@ -24,6 +37,14 @@ from hdsl.ir.types import Type
 
 class Stmt:
     __slots__ = ()
+
+
+# For.kind values
+SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
+GPU_BLOCK, GPU_THREAD = "gpu_block", "gpu_thread"
+GPU_KINDS = (GPU_BLOCK, GPU_THREAD)
+# Allocate.memory values
+MEMORY_KINDS = ("heap", "stack", "gpu_shared", "gpu_local")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,6 +96,25 @@ class Allocate(Stmt):
     type: Type
     size: Expr
     body: Stmt
+    memory: str = "heap"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GpuBarrier(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviceSync(Stmt):
+    buffer: str
+    op: str                 # "to_host" | "host_written"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LaunchKernel(Stmt):
+    kernel: object          # hdsl.ir.kernel.Kernel
+    device: str             # "cuda" | "opengl" | "host_emulate"
+    grid: tuple             # block counts per dim, x first (host expressions)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -150,6 +190,8 @@ def own_exprs(s: Stmt) -> list[Expr]:
         return [s.cond, *s.info]
     if isinstance(s, Evaluate):
         return [s.value]
+    if isinstance(s, LaunchKernel):
+        return list(s.grid) + list(s.kernel.threads) + [s.kernel.shared_bytes]
     return []
 
 
@@ -173,7 +215,7 @@ def with_children(s: Stmt, kids: list[Stmt]) -> Stmt:
     if isinstance(s, LetStmt):
         return LetStmt(s.name, s.value, kids[0])
     if isinstance(s, Allocate):
-        return Allocate(s.name, s.type, s.size, kids[0])
+        return Allocate(s.name, s.type, s.size, kids[0], s.memory)
     if isinstance(s, Realize):
         return Realize(s.func, s.bounds, kids[0], s.folds)
     if isinstance(s, IfThenElse):
@@ -201,11 +243,16 @@ def map_exprs(s: Stmt, fn) -> Stmt:
     if isinstance(s, Store):
         return Store(s.buffer, fn(s.index), fn(s.value))
     if isinstance(s, Allocate):
-        return Allocate(s.name, s.type, fn(s.size), map_exprs(s.body, fn))
+        return Allocate(s.name, s.type, fn(s.size), map_exprs(s.body, fn), s.memory)
     if isinstance(s, Assert):
         return Assert(fn(s.cond), s.code, tuple(fn(i) for i in s.info))
     if isinstance(s, Evaluate):
         return Evaluate(fn(s.value))
+    if isinstance(s, LaunchKernel):
+        # (a kernel's args keep their host names: the same fn applies inside it)
+        k = s.kernel.with_body(map_exprs(s.kernel.body, fn), tuple(fn(t) for t in s.kernel.threads),
+                               fn(s.kernel.shared_bytes))
+        return LaunchKernel(k, s.device, tuple(fn(g) for g in s.grid))
     return s
 
 

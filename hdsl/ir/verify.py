@@ -10,7 +10,10 @@ from __future__ import annotations
 from hdsl.diagnostics import InternalError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, InputCall, Param, Select, Var, walk
 from hdsl.ir.func import Pipeline
-from hdsl.ir.stmt import Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Provide, Realize, Stmt, Store
+from hdsl.ir.stmt import (GPU_KINDS, MEMORY_KINDS, Allocate, Assert, Block, DeviceSync, Evaluate, For, GpuBarrier, IfThenElse,
+                          LaunchKernel, LetStmt, Load, Provide, Realize, Stmt, Store)
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", *GPU_KINDS)
 
 
 def entry_symbols(p: Pipeline) -> set[str]:
@@ -58,6 +61,8 @@ class _Verifier:
         elif isinstance(s, For):
             self.expr(s.min, scope)
             self.expr(s.extent, scope)
+            if s.kind not in FOR_KINDS:
+                self.fail(f"loop {s.var} of unknown kind {s.kind}")
             if s.kind in ("vectorized", "unrolled") and not isinstance(s.extent, Const):
                 self.fail(f"{s.kind} loop {s.var} has a non-constant extent")
             self.stmt(s.body, scope | {s.var})
@@ -78,7 +83,11 @@ class _Verifier:
                 self.expr(e, scope)
         elif isinstance(s, Allocate):
             self.expr(s.size, scope)
+            if s.memory not in MEMORY_KINDS:
+                self.fail(f"allocation {s.name} in unknown memory {s.memory}")
             self.stmt(s.body, scope | {s.name})
+        elif isinstance(s, LaunchKernel):
+            self.kernel(s, scope)
         elif isinstance(s, Store):
             if s.buffer not in scope:
                 self.fail(f"store to unknown buffer {s.buffer}")
@@ -88,3 +97,24 @@ class _Verifier:
             self.expr(s.cond, scope)
         elif isinstance(s, Evaluate):
             self.expr(s.value, scope)
+        elif isinstance(s, GpuBarrier):
+            pass
+        elif isinstance(s, DeviceSync):
+            if s.buffer not in scope or s.op not in ("to_host", "host_written"):
+                self.fail(f"device_sync {s.buffer} {s.op}")
+
+    def kernel(self, s: LaunchKernel, scope):
+        """A launch: its grid in host scope; the kernel's body sees its args only, its
+        threads and shared bytes its scalar args only; its outer loops are GPU block loops."""
+        k = s.kernel
+        for g in s.grid:
+            self.expr(g, scope)
+        missing = [a.name for a in k.args if a.name not in scope]
+        if missing:
+            self.fail(f"kernel {k.name} takes {', '.join(missing)}, unknown where it is launched")
+        scalars = frozenset(a.name for a in k.args if a.kind == "scalar")
+        for t in (*k.threads, k.shared_bytes):
+            self.expr(t, scalars)
+        if not (isinstance(k.body, For) and k.body.kind == "gpu_block"):
+            self.fail(f"kernel {k.name}'s body is not a GPU block loop")
+        self.stmt(k.body, frozenset(a.name for a in k.args))

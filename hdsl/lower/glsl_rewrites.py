@@ -188,3 +188,79 @@ def _saturating_cast(t: Type, v: Expr) -> Expr:
     if lo_t > lo_s:
         x = op("max", x, k(src, lo_t))
     return Cast(t, x)
+
+
+# --- 64-bit index arithmetic ----------------------------------------------------------------
+
+def narrow_64bit(s: Stmt) -> Stmt:
+    """Lowering computes sizes and strides in i64 (`i32(i64(a) * i64(b))`, `allocate f[(i64)...]`)
+    so that the host never overflows; GLSL has no 64-bit integers. A 64-bit value that is cast
+    to 32 bits or fewer, and made only of + - * of values widened from 32 bits or fewer, has
+    the same low 32 bits when computed in 32 bits (arithmetic modulo 2^32 is a ring
+    homomorphism): such trees are computed in i32/u32 instead. 64-bit lets are substituted
+    into their uses first. Allocation sizes become i32 the same way (a shader's memory is far
+    below 2^31 bytes). Whatever 64-bit arithmetic is left is the generator's positioned error."""
+    from hdsl.ir.stmt import Allocate, LetStmt, children, with_children
+    from hdsl.ir.expr import Var
+
+    def is64(e: Expr) -> bool:
+        return e.type.is_integral() and not e.type.is_bool() and e.type.bits == 64
+
+    def go(s: Stmt, lets: dict) -> Stmt:
+        def fix(e: Expr) -> Expr:
+            if lets:
+                e = substitute(e, lambda n: lets.get(n.name) if isinstance(n, Var) and n.name in lets else None)
+            return _narrow_casts(e)
+        if isinstance(s, LetStmt) and is64(s.value):
+            return go(s.body, {**lets, s.name: fix(s.value)})
+        if isinstance(s, Allocate):
+            size = fix(s.size)
+            if is64(size):
+                size = _to32(size, Type("int", 32)) or size
+            return Allocate(s.name, s.type, size, go(s.body, lets), s.memory)
+        s = map_exprs_shallow(s, fix)
+        return with_children(s, [go(k, lets) for k in children(s)])
+    return go(s, {})
+
+
+def map_exprs_shallow(s: Stmt, fn) -> Stmt:
+    """s with fn applied to its own expressions (not those of the statements inside it)."""
+    from hdsl.ir.stmt import Assert, Evaluate, For, IfThenElse, LetStmt, Store
+    if isinstance(s, For):
+        return For(s.var, fn(s.min), fn(s.extent), s.kind, s.body)
+    if isinstance(s, LetStmt):
+        return LetStmt(s.name, fn(s.value), s.body)
+    if isinstance(s, IfThenElse):
+        return IfThenElse(fn(s.cond), s.then, s.otherwise)
+    if isinstance(s, Store):
+        return Store(s.buffer, fn(s.index), fn(s.value))
+    if isinstance(s, Assert):
+        return Assert(fn(s.cond), s.code, tuple(fn(i) for i in s.info))
+    if isinstance(s, Evaluate):
+        return Evaluate(fn(s.value))
+    return s
+
+
+def _narrow_casts(e: Expr) -> Expr:
+    def visit(n: Expr):
+        if isinstance(n, Cast) and not n.saturate and n.type.is_integral() and not n.type.is_bool() \
+                and n.type.bits <= 32 and n.value.type.is_integral() and n.value.type.bits == 64:
+            t32 = Type(n.type.code, 32)
+            inner = _to32(n.value, t32)
+            if inner is not None:
+                return inner if n.type == t32 else Cast(n.type, inner)
+        return None
+    return substitute(e, visit)
+
+
+def _to32(e: Expr, t32: Type) -> Expr | None:
+    """e (64-bit, + - * of widened narrow values and constants) computed in t32, or None."""
+    if isinstance(e, Const):
+        v = int(e.value) & 0xFFFFFFFF
+        return Const(t32, v - (1 << 32) if t32.is_int() and v >= 1 << 31 else v)
+    if isinstance(e, Cast) and not e.saturate and e.value.type.is_integral() and e.value.type.bits <= 32:
+        return e.value if e.value.type == t32 else Cast(t32, e.value)
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
+        a, b = _to32(e.a, t32), _to32(e.b, t32)
+        return BinOp(e.op, a, b, t32) if a is not None and b is not None else None
+    return None

@@ -17,7 +17,7 @@ from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import (Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
+from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
                           own_exprs, with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.inline import Definitions
@@ -324,10 +324,12 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
             shape.split(y, yo, yi, h, ty)
             shape.reorder([xi, yi, xo, yo])
             if d.name == "gpu_tile":
-                shape.kinds[shape.internal[yo]] = "parallel"
+                for v, kind in ((xo, GPU_BLOCK), (yo, GPU_BLOCK), (xi, GPU_THREAD), (yi, GPU_THREAD)):
+                    shape.kinds[shape.internal[v]] = kind
         elif d.name == "gpu_tile":
             shape.split(a[0], a[0], a[1], a[2], tail_of(a[0], a[2], d))
-            shape.kinds[shape.internal[a[0]]] = "parallel"
+            shape.kinds[shape.internal[a[0]]] = GPU_BLOCK
+            shape.kinds[shape.internal[a[1]]] = GPU_THREAD
         elif d.name in ("vectorize", "unroll", "parallel"):
             kind = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel"}[d.name]
             v = a[0]
@@ -343,9 +345,9 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                     shape.deferred[shape.internal[target]] = (d, v)
             shape.kinds[shape.internal[target]] = kind
         elif d.name in ("gpu_blocks", "gpu_threads"):
-            # host emulation: blocks run on the thread pool, threads serially
-            if d.name == "gpu_blocks":
-                shape.kinds[shape.internal[a[-1]]] = "parallel"
+            # (the loops' GPU dims come from their nesting: see hdsl/lower/gpu.py)
+            for v in a:
+                shape.kinds[shape.internal[v]] = GPU_BLOCK if d.name == "gpu_blocks" else GPU_THREAD
         elif d.name in ("memoize", "estimate", "reorder_storage", "update", "rfactor"):
             pass
         else:
@@ -798,23 +800,23 @@ def _bounding(e: Expr, sign: int) -> list[Expr]:
     return out
 
 
-def check_shifted(shifted, p, schedule: str | None) -> list[tuple[int, int, int]]:
+def check_shifted(shifted, p, schedule: str | None, target="host") -> list[tuple[int, int, int]]:
     """The requirements of the shifted form (shift_requirements), after checking that lowering
     shifted no split they leave out (that form would then run on outputs too narrow for it)."""
     from hdsl.diagnostics import InternalError
-    reqs = shift_requirements(p, schedule)
+    reqs = shift_requirements(p, schedule, target)
     extra = set(shifted) - set(reqs)
     if extra:
         raise InternalError(f"splits shifted inwards without a size requirement: {sorted(extra)}")
     return reqs
 
 
-def shift_requirements(p, schedule: str | None) -> list[tuple[int, int, int]]:
+def shift_requirements(p, schedule: str | None, target="host") -> list[tuple[int, int, int]]:
     """(output, dim, factor) for each split that the shifted variant of a schedule shifts
     inwards (the rule of `shifts`, read from the directives alone, without lowering): that
     variant is valid only when every such output dim is at least its factor wide."""
     from hdsl.lower.lower import choose_schedule
-    sched = choose_schedule(p, schedule)
+    sched = choose_schedule(p, schedule, target)
     if sched is None:
         return []
     reqs = []

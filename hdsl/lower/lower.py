@@ -9,10 +9,11 @@ from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, walk
 from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
-from hdsl.ir.verify import verify
+from hdsl.ir.verify import entry_symbols, verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
+from hdsl.lower.gpu import check_gpu_loops, device_copies, gpu_memory, outline_kernels
 from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
@@ -23,17 +24,23 @@ from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, 
                               loop_names, strip_region_clamps)
 from hdsl.lower.symbolic import box_of
 from hdsl.schedule.record import refuse_unsupported
+from hdsl.target import Target, parse_target
 
-PASSES = ("schedule_functions", "bounds_checks", "strip_region_clamps", "flatten", "partition_loops",
-          "hoist_invariants")
+PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_region_clamps", "flatten", "gpu_memory",
+          "partition_loops", "hoist_invariants", "outline_kernels", "device_copies")
 
 
-def choose_schedule(p: Pipeline, name: str | None, target: str = "host") -> Schedule | None:
+def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
+    """The schedule block named, else the target's own (`schedule cuda` for the CUDA targets and
+    cuda-emulate, `schedule opengl` for opengl), else `schedule cpu`, else the unnamed one."""
     if name is not None:
         if name not in p.schedules:
             names = ", ".join(n for n in p.schedules if n) or "(none)"
             raise HdslError(f"pipeline '{p.name}' has no schedule '{name}'", None, f"its named schedules: {names}")
         return p.schedules[name]
+    own = parse_target(target).schedule
+    if own is not None and own in p.schedules:
+        return p.schedules[own]
     if "cpu" in p.schedules:
         return p.schedules["cpu"]
     return p.schedules.get(None)
@@ -220,11 +227,13 @@ def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
     return block(*checks, stmt)
 
 
-def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_outputs: bool = False) -> Lowered:
+def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "host",
+          shift_outputs: bool = False) -> Lowered:
     """The loop nest of p under `schedule`. shift_outputs: the outputs' splits shift their
     last tile inwards (Halide's ShiftInwards) instead of guarding it; the result is then
     valid only for outputs at least as wide as the split factors (loops.shift_requirements)."""
     clear_interned()       # expressions are hash-consed per lowering
+    target = parse_target(target)
     sched = choose_schedule(p, schedule, target)
     refuse_unsupported(sched, target)
     stages, timings = {}, {}
@@ -237,11 +246,12 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
         timings[name] = time.perf_counter() - t0
         stages[name] = out
         if check:       # tests and --debug: the verifier between passes
-            verify(out, p, flat=(name in ("flatten", "partition_loops", "hoist_invariants")))
+            verify(out, p, flat=(PASSES.index(name) >= PASSES.index("flatten")))
         return out
 
     info: dict = {}
     stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
+    stmt = run("check_gpu_loops", check_gpu_loops, stmt, sched)
     check_uses_in_scope(p, sched, stmt)
     stmt = run("bounds_checks", bounds_checks, p, stmt)
     # every region and input check is written: the no-op clamps bounds inference needed on
@@ -256,8 +266,11 @@ def lower(p: Pipeline, schedule: str | None = None, target: str = "host", shift_
                     order = [f.args.index(a) for a in d.args]
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
     stmt = run("flatten", flatten, stmt, orders)
+    stmt = run("gpu_memory", gpu_memory, stmt)
     stmt = run("partition_loops", partition_loops, stmt)
     stmt = run("hoist_invariants", hoist_invariants, stmt)
+    stmt = run("outline_kernels", outline_kernels, stmt, target.device, entry_symbols(p), p.name)
+    stmt = run("device_copies", device_copies, stmt, [f.name for f in p.outputs])
     low = Lowered(stmt, p, stages, timings)
     low.shifted = info.get("shifted", set())
     return low

@@ -1,6 +1,6 @@
 """Compile a lowered pipeline with LLVM and call it from Python.
 
-A large module is compiled in parts (codegen.llvm.split_module), each by its
+A large module is compiled in parts (codegen.modules.split_module), each by its
 own process at once (this one and forked children: llvmlite lets one thread
 into LLVM at a time), and the JIT links their objects together.
 
@@ -141,10 +141,7 @@ def cache_write(path: Path | None, data: bytes) -> bool:
         return False
 
 
-class BufferStruct(ctypes.Structure):
-    _fields_ = [("host", ctypes.c_void_p), ("dims", ctypes.c_int32), ("elem_bytes", ctypes.c_int32),
-                ("min", ctypes.c_int64 * MAX_DIMS), ("extent", ctypes.c_int64 * MAX_DIMS),
-                ("stride", ctypes.c_int64 * MAX_DIMS)]
+from hdsl.runtime.abi import BufferStruct  # noqa: E402 (the one buffer ABI)
 
 
 def make_buffer(arr: np.ndarray, mins=None) -> BufferStruct:
@@ -390,7 +387,7 @@ def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
     jobs = max(1, min(jobs, len(texts))) if hasattr(os, "fork") else 1
     if jobs == 1:
         return _emit(texts, tm)
-    from hdsl.codegen.llvm import balance
+    from hdsl.codegen.modules import balance
     groups = balance([len(t) for t in texts], jobs)
     children, mine = [], list(groups[0])
     try:
@@ -419,7 +416,7 @@ def emit_objects(texts: list[str], tm, jobs: int = 1) -> list[bytes]:
 
 
 class CompiledFunction:
-    """Native code for one LLVM module, given whole or as parts (codegen.llvm.split_module)
+    """Native code for one LLVM module, given whole or as parts (codegen.modules.split_module)
     that are compiled in parallel and linked by the JIT."""
 
     def __init__(self, llvm_ir: str | list[str], name: str, target: str, use_cache: bool = True):
@@ -500,7 +497,8 @@ def source_cache_path(source_key: str, schedule: str | None, target: str) -> Pat
     without a usable cache)."""
     from llvmlite import binding as llvm
     _init_llvm()
-    cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") else ""
+    cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") or "#cpu=host" in target \
+        else ""
     text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version()])
     cache = cache_dir()
     return cache / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o" if cache is not None else None

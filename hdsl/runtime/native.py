@@ -10,6 +10,8 @@ import numpy as np
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+from hdsl.runtime.device import ERR_DEVICE, device_for
+from hdsl.target import Target, parse_target
 
 DIM_NAMES = "xyc"
 
@@ -21,34 +23,36 @@ def _dim(d: int) -> str:
 class _Variant:
     """One compiled form of the pipeline: lowering + LLVM + JIT, or the object from the cache."""
 
-    def __init__(self, p: Pipeline, schedule, target: str, fast_math: bool, name: str, use_cache: bool, shift: bool):
+    def __init__(self, p: Pipeline, schedule, target: Target, name: str, use_cache: bool, shift: bool):
         from hdsl.runtime.jit import CompiledFunction, cache_write, read_sealed, source_cache_path
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
-            p, schedule, target, fast_math, name, shift
+            p, schedule, target, target.fast_math, name, shift
         self._lowered = self._module = None
-        key_target = (target + ("-fast_math" if fast_math else "")) + ("#shift" if shift else "")
+        self._kernels = None
+        # (a GPU target's host code is compiled for target.cpu: "host" keys by this machine's CPU)
+        key_target = target.name + (f"#cpu={target.cpu}" if target.is_gpu else "") + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
-        self.fn = CompiledFunction.from_object(src_path, name, target) if src_path is not None else None
+        self.fn = CompiledFunction.from_object(src_path, name, target.cpu) if src_path is not None else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
             return
-        from hdsl.codegen.llvm import split_module
+        from hdsl.codegen.modules import split_module
         from hdsl.ir.expr import clear_interned, no_collection
         from hdsl.runtime.jit import compile_jobs
         with no_collection():
             parts = split_module(self.module, compile_jobs())     # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted
-            check_shifted(self.lowered.shifted, p, schedule)
+            check_shifted(self.lowered.shifted, p, schedule, target)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
         # collection would walk: dropped now (the properties rebuild them on demand)
         self._lowered = self._module = None
         clear_interned()
-        self.fn = CompiledFunction(parts, name, target, use_cache)
+        self.fn = CompiledFunction(parts, name, target.cpu, use_cache)
         t2 = time.perf_counter()
         if src_path is not None and self.fn.object_path is not None:
             packed = read_sealed(self.fn.object_path)
@@ -66,13 +70,25 @@ class _Variant:
     @property
     def module(self):
         if self._module is None:
-            from hdsl.codegen.llvm import generate
-            self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
+            if self.target.is_gpu:
+                from hdsl.codegen.device_host import generate as generate_gpu
+                self._module = generate_gpu(self.p, self.lowered.stmt, self.name, self.fast_math,
+                                            device=self.target.device)
+            else:
+                from hdsl.codegen.cpu import generate
+                self._module = generate(self.p, self.lowered.stmt, self.name, self.fast_math)
         return self._module
 
     @property
     def llvm_ir(self) -> str:
         return str(self.module)
+
+    def kernels(self) -> dict:
+        """{name: Kernel} of this variant's launches (lowered again after a cached compile)."""
+        if self._kernels is None:
+            from hdsl.lower.gpu import kernels_of
+            self._kernels = {lk.kernel.name: lk.kernel for lk in kernels_of(self.lowered.stmt)}
+        return self._kernels
 
 
 class NativePipeline:
@@ -81,24 +97,24 @@ class NativePipeline:
     computed per tile has constant sizes); outputs narrower than a split factor run a second
     form whose last tiles are guarded instead, compiled the first time one is asked for."""
 
-    def __init__(self, p: Pipeline, schedule: str | None = None, target: str = "host", use_cache: bool = True):
+    def __init__(self, p: Pipeline, schedule: str | None = None, target: "str | Target" = "host",
+                 use_cache: bool = True):
         from hdsl.lower.loops import shift_requirements
-        # a target may carry features after '-': host-fast_math, x86-64-avx2-fast_math
-        fast_math = target.endswith("-fast_math")
-        base = target[: -len("-fast_math")] if fast_math else target
-        self.p, self.schedule, self.target, self.fast_math = p, schedule, base, fast_math
+        target = parse_target(target)
+        self.p, self.schedule, self.target, self.fast_math = p, schedule, target, target.fast_math
         self.name = "hdsl_" + re.sub(r"\W", "_", p.name)
         self.use_cache = use_cache
-        self.requirements = shift_requirements(p, schedule)
-        self.primary = _Variant(p, schedule, base, fast_math, self.name, use_cache, bool(self.requirements))
+        self.requirements = shift_requirements(p, schedule, target)
+        # GPU targets: the Device the pipeline's host code calls through its table
+        self.device = device_for(target.device) if target.is_gpu else None
+        self.primary = _Variant(p, schedule, target, self.name, use_cache, bool(self.requirements))
         self._guarded = None if self.requirements else self.primary
         self.timings = self.primary.timings
 
     @property
     def guarded(self) -> _Variant:
         if self._guarded is None:
-            self._guarded = _Variant(self.p, self.schedule, self.target, self.fast_math, self.name,
-                                     self.use_cache, False)
+            self._guarded = _Variant(self.p, self.schedule, self.target, self.name, self.use_cache, False)
         return self._guarded
 
     def variant(self, sizes) -> _Variant:
@@ -154,7 +170,20 @@ class NativePipeline:
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
-        code, info = self.variant(sizes).fn(ptrs)
+        variant = self.variant(sizes)
+        if self.device is not None:
+            # GPU pipelines take the device table after the outputs (runtime/device.py)
+            self.device.use_kernels(variant.kernels)
+            table = self.device.table()
+            ptrs.append(ctypes.addressof(table))
+            self.device.error = None
+        try:
+            code, info = variant.fn(ptrs)
+        finally:
+            if self.device is not None:
+                self.device.release()
+        if code == ERR_DEVICE:
+            raise HdslError(f"the {self.target.device} device failed: {self.device.error}", None)
         if code != 0:
             raise self.error(code, info, inputs, sizes, mins, params)
         return outs

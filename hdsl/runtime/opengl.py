@@ -13,10 +13,12 @@ OpenGL gets `OpenGLUnavailable`, one sentence saying why and what to install.
 One context is current on one thread at a time: every use of it goes through `Context.use()`,
 which holds a lock and makes it current on the calling thread.
 
-Buffers. Every element lives on the device as one 32-bit word (GLSL 4.5 core has no 8- or
-16-bit storage without extensions): u8/u16/u32/bool as `uint`, i8/i16/i32 as `int` (sign
-extended), f32 as `float`. `DeviceBuffer` keeps a host array and a shader storage buffer with
-Halide's dirty bits: copies happen only when the other side is newer.
+Buffers. A device buffer is a shader storage buffer holding the host's bytes as they are
+(hdsl/codegen/glsl.py packs elements narrower than 32 bits in words), so copies are plain
+byte copies. `OpenGLDevice` is the "opengl" entry of the device-interface table
+(hdsl/runtime/device.py) that compiled pipelines call: the generated host code keeps Halide's
+dirty bits and asks for copies only when the other side is newer. `DeviceBuffer` does the same
+for kernels launched from Python (`launch`, `run_kernel`: the tests' hand-built kernels).
 
 Programs. Compiled programs are cached per context by their source text. A compile or link
 error names the kernel and shows the generated line it points at (`GlslError`).
@@ -31,7 +33,8 @@ import threading
 
 import numpy as np
 
-from hdsl.diagnostics import HdslError, InternalError
+from hdsl.diagnostics import HdslError
+from hdsl.runtime.device import Device
 
 _EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
 _INSTALL_HINT = ("install PyOpenGL (pip install 'hdsl[opengl]') and Mesa's EGL and OpenGL drivers "
@@ -236,42 +239,52 @@ def _checked(c: Context) -> Context:
 
 # --- buffers ------------------------------------------------------------------------------
 
-def device_dtype(t) -> np.dtype:
-    """The 32-bit word an element of hdsl type `t` is stored in on the device."""
-    if t.is_float():
-        if t.bits != 32:
-            raise InternalError(f"opengl: no device storage for {t}")
-        return np.dtype(np.float32)
-    if t.bits > 32:
-        raise InternalError(f"opengl: no device storage for {t}")
-    return np.dtype(np.int32 if t.is_int() else np.uint32)
+def _buffer(GL, nbytes: int) -> int:
+    """A new shader storage buffer of nbytes (rounded up to whole 32-bit words, at least one)."""
+    h = int(GL.glGenBuffers(1))
+    GL.glBindBuffer(GL.GL_SHADER_STORAGE_BUFFER, h)
+    GL.glBufferData(GL.GL_SHADER_STORAGE_BUFFER, max(4, (int(nbytes) + 3) // 4 * 4), None, GL.GL_DYNAMIC_COPY)
+    return h
+
+
+def _upload(GL, handle: int, host: int, nbytes: int):
+    if nbytes > 0:
+        GL.glBindBuffer(GL.GL_SHADER_STORAGE_BUFFER, handle)
+        GL.glBufferSubData(GL.GL_SHADER_STORAGE_BUFFER, 0, int(nbytes), ctypes.c_void_p(host))
+
+
+def _download(GL, host: int, handle: int, nbytes: int):
+    if nbytes > 0:
+        GL.glMemoryBarrier(GL.GL_BUFFER_UPDATE_BARRIER_BIT)
+        GL.glBindBuffer(GL.GL_SHADER_STORAGE_BUFFER, handle)
+        ptr = GL.glMapBufferRange(GL.GL_SHADER_STORAGE_BUFFER, 0, int(nbytes), GL.GL_MAP_READ_BIT)
+        if not ptr:
+            raise RuntimeError("glMapBufferRange failed")
+        ctypes.memmove(host, ptr, int(nbytes))
+        GL.glUnmapBuffer(GL.GL_SHADER_STORAGE_BUFFER)
 
 
 class DeviceBuffer:
-    """A host array and its shader storage buffer, with dirty bits (Halide's halide_buffer_t
-    discipline): `to_device()` copies in only when the host is newer, `to_host()` copies out
-    only when the device is newer; a kernel that writes the buffer calls `written_on_device()`."""
+    """A host array and its shader storage buffer, byte for byte (hdsl/codegen/glsl.py reads
+    narrow elements packed in words), with dirty bits (Halide's halide_buffer_t discipline):
+    `to_device()` copies in only when the host is newer, `to_host()` copies out only when the
+    device is newer; a kernel that writes the buffer calls `written_on_device()`. Call them
+    inside `Context.use()`."""
 
     def __init__(self, ctx: Context, host: np.ndarray, t):
         self.ctx = ctx
-        self.host = host                    # flat, in hdsl's element type
+        self.host = np.ascontiguousarray(host)
         self.type = t
-        self.words = device_dtype(t)
         self.handle = None
         self.host_dirty = True              # host newer than device
         self.device_dirty = False           # device newer than host
         self.copies_in = self.copies_out = 0
 
-    def to_device(self):
-        GL = self.ctx.GL
+    def to_device(self) -> int:
         if self.handle is None:
-            self.handle = int(GL.glGenBuffers(1))
+            self.handle = _buffer(self.ctx.GL, self.host.nbytes)
         if self.host_dirty:
-            data = np.ascontiguousarray(self.host.reshape(-1).astype(self.words))
-            GL.glBindBuffer(GL.GL_SHADER_STORAGE_BUFFER, self.handle)
-            # (at least one word: a zero-sized buffer cannot be bound)
-            GL.glBufferData(GL.GL_SHADER_STORAGE_BUFFER, max(4, data.nbytes),
-                            data if data.nbytes else None, GL.GL_DYNAMIC_COPY)
+            _upload(self.ctx.GL, self.handle, self.host.ctypes.data, self.host.nbytes)
             self.host_dirty = False
             self.copies_in += 1
         return self.handle
@@ -280,16 +293,8 @@ class DeviceBuffer:
         self.device_dirty = True
 
     def to_host(self) -> np.ndarray:
-        if self.device_dirty and self.host.size:
-            GL = self.ctx.GL
-            GL.glMemoryBarrier(GL.GL_BUFFER_UPDATE_BARRIER_BIT)
-            GL.glBindBuffer(GL.GL_SHADER_STORAGE_BUFFER, self.handle)
-            raw = GL.glGetBufferSubData(GL.GL_SHADER_STORAGE_BUFFER, 0, self.host.size * 4)
-            words = np.frombuffer(bytes(raw) if not isinstance(raw, np.ndarray) else raw.tobytes(),
-                                  dtype=self.words, count=self.host.size)
-            flat = self.host.reshape(-1)
-            with np.errstate(all="ignore"):
-                flat[...] = (words != 0) if self.type.is_bool() else words.astype(self.host.dtype)
+        if self.device_dirty:
+            _download(self.ctx.GL, self.host.ctypes.data, self.handle, self.host.nbytes)
             self.copies_out += 1
         self.device_dirty = False
         return self.host
@@ -299,16 +304,6 @@ class DeviceBuffer:
             with self.ctx.use() as GL:
                 GL.glDeleteBuffers(1, [self.handle])
             self.handle = None
-
-
-def compile_pipeline(pipeline, schedule: str | None):
-    """`Pipeline.compile("opengl")`: needs a usable context first (one clear sentence when there
-    is none). Running whole pipelines waits for the GPU lowering (kernel outlining and the host
-    side of a launch, branch `gpu`); until then this target compiles hand-built kernels only."""
-    context()
-    raise HdslError("target 'opengl' cannot run whole pipelines yet: it needs the GPU lowering "
-                    "(kernel outlining) that the CUDA back end brings", None,
-                    "run on --target host or --target interp meanwhile")
 
 
 # --- launching kernels --------------------------------------------------------------------
@@ -324,13 +319,14 @@ def _uniform(GL, loc: int, t, value):
         GL.glUniform1i(loc, int(value))
 
 
-def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: bool = False):
+def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: bool = False,
+           shared_bytes: int | None = None):
     """Run `kernel` (an hdsl.ir.kernel.Kernel) over `grid` work groups (x first): each buffer
     argument from `buffers` (name -> DeviceBuffer, copied in if the host is newer), each scalar
     from `scalars` (name -> value); buffers the kernel writes become device-dirty."""
     from hdsl.codegen.glsl import compile_kernel
     ctx = context()
-    gk = compile_kernel(kernel, fast_math, threads)
+    gk = compile_kernel(kernel, fast_math, threads, shared_bytes)
     sizes = gk.group_size
     n_threads = sizes[0] * sizes[1] * sizes[2]
     if n_threads > ctx.max_group_invocations or any(s > m for s, m in zip(sizes, ctx.max_group_size)):
@@ -358,12 +354,85 @@ def run_kernel(kernel, grid, arrays: dict, scalars: dict | None = None, threads=
     """`launch` on NumPy arrays (flat, of each buffer argument's element type), copied back after."""
     ctx = context()
     types = {a.name: a.type for a in kernel.args if a.kind == "buffer"}
-    bufs = {n: DeviceBuffer(ctx, np.array(arr, order="C").reshape(-1), types[n]) for n, arr in arrays.items()}
+    bufs = {n: DeviceBuffer(ctx, np.array(arr, order="C"), types[n]) for n, arr in arrays.items()}
     try:
         launch(kernel, grid, bufs, scalars or {}, threads, fast_math)
         with ctx.use():
-            out = {n: b.to_host().reshape(np.shape(arrays[n])) for n, b in bufs.items()}
+            out = {n: b.to_host() for n, b in bufs.items()}
     finally:
         for b in bufs.values():
             b.release()
     return out
+
+
+# --- the device of compiled pipelines ----------------------------------------------------------
+
+class OpenGLDevice(Device):
+    """The "opengl" device of the device-interface table: buffers are shader storage buffers,
+    a launch runs the kernel's compute shader (compiled once per block size and context).
+    The kernels come from the compiled pipeline (`use_kernels`, before each call)."""
+
+    name = "opengl"
+
+    def __init__(self):
+        super().__init__()
+        self.ctx = context()            # (no usable OpenGL: OpenGLUnavailable, before any compiling)
+        self.handles: set[int] = set()
+        self._kernels = None            # () -> {name: Kernel}
+        self.kernels: dict = {}
+
+    def use_kernels(self, kernels_fn) -> None:
+        if kernels_fn is not self._kernels:
+            self._kernels, self.kernels = kernels_fn, {}
+
+    def malloc(self, nbytes: int) -> int:
+        with self.ctx.use() as GL:
+            h = _buffer(GL, nbytes)
+        self.handles.add(h)
+        return h
+
+    def free(self, handle: int) -> None:
+        if handle in self.handles:
+            self.handles.discard(handle)
+            with self.ctx.use() as GL:
+                GL.glDeleteBuffers(1, [handle])
+
+    def copy_to_device(self, handle: int, host: int, nbytes: int) -> None:
+        with self.ctx.use() as GL:
+            _upload(GL, handle, host, nbytes)
+
+    def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
+        with self.ctx.use() as GL:
+            _download(GL, host, handle, nbytes)
+
+    def launch(self, kernel, host_fn, grid, threads, shared_bytes, args) -> None:
+        if not self.kernels:
+            if self._kernels is None:
+                raise RuntimeError("the OpenGL device was given no kernels")
+            self.kernels = self._kernels()
+        k = self.kernels[kernel]
+        scalars = {}
+        for a, slot in zip(k.args, args):
+            if a.kind == "scalar":
+                raw = np.array([slot], dtype=np.uint64).view(np.uint8)[:max(1, a.type.bits // 8)]
+                scalars[a.name] = raw.view(a.type.dtype if not a.type.is_bool() else np.uint8)[0]
+        buffers = {a.name: _Handle(int(slot)) for a, slot in zip(k.args, args) if a.kind == "buffer"}
+        launch(k, grid, buffers, scalars, threads=tuple(int(t) for t in threads[:max(1, len(k.threads))]),
+               shared_bytes=int(shared_bytes))
+
+    def release(self) -> None:
+        for h in list(self.handles):
+            self.free(h)
+
+
+class _Handle:
+    """A device buffer of the generated host code, which keeps the dirty bits itself."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def to_device(self) -> int:
+        return self.handle
+
+    def written_on_device(self):
+        pass

@@ -558,13 +558,15 @@ GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile")
 GPU_SCHEDULES = ("cuda", "opengl")      # chosen by compiling for that target, never for the CPU
 
 
-def refuse_unsupported(sched: Schedule | None, target: str) -> None:
-    """Refuse what the CPU back end cannot honour, before anything is compiled: GPU directives
-    (hdsl has no GPU back end yet; running them serially on the CPU would hide that the
-    schedule does not do what it says) and `schedule auto` (no automatic scheduler yet).
-    The reference evaluator ignores schedules and needs no such check."""
+def refuse_unsupported(sched: Schedule | None, target) -> None:
+    """Refuse what the target cannot honour, before anything is compiled: GPU directives on a
+    CPU target (running them serially on the CPU would hide that the schedule does not do what
+    it says; GPU targets, cuda-emulate among them, take them) and `schedule auto` (no
+    automatic scheduler yet). The reference evaluator ignores schedules and needs no such check."""
+    from hdsl.target import parse_target
     if sched is None:
         return
+    target = parse_target(target)
     found = []
     if sched.auto:
         found.append(Diagnostic(f"'schedule auto' asks for the automatic scheduler, which hdsl does not have yet "
@@ -574,11 +576,12 @@ def refuse_unsupported(sched: Schedule | None, target: str) -> None:
             if sched.name in GPU_SCHEDULES else
             "keep GPU directives in a `schedule cuda { ... }` block; for the CPU use tile(...), parallel(...) "
             "and vectorize(...)")
-    for ds in sched.directives.values():
+    for ds in sched.directives.values() if not target.is_gpu else ():
         for d in ds:
             if d.name in GPU_DIRECTIVES:
-                found.append(Diagnostic(f"'{d.name}' maps loops onto a GPU, but target '{target}' is a CPU and "
-                                        "hdsl has no GPU back end yet", d.span, hint))
+                found.append(Diagnostic(f"'{d.name}' maps loops onto a GPU, but target '{target}' is a CPU",
+                                        d.span, hint + "; or compile for a GPU target (--target cuda, or "
+                                        "cuda-emulate to run GPU schedules on the CPU)"))
     if found:
         found.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
         raise HdslError(found)

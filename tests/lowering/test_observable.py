@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hdsl
-from hdsl.codegen.llvm import generate
+from hdsl.codegen.cpu import generate
 from hdsl.lower.lower import lower
 from hdsl.runtime.jit import assembly
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hdsl
-from hdsl.codegen.llvm import generate
+from hdsl.codegen.cpu import generate
 from hdsl.ir.expr import BinOp, Var, free_vars, walk
 from hdsl.ir.stmt import For, IfThenElse, LetStmt
 from hdsl.lower.lower import lower

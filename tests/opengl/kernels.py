@@ -30,7 +30,7 @@ def elementwise(name: str, exprs: list, n: int, inputs: dict) -> Kernel:
                For("thr", Const(I32, 0), Const(I32, GROUP), "gpu_thread", body))
     args = tuple(KernelArg(k, t, "buffer", "r") for k, t in inputs.items()) + \
         tuple(KernelArg(f"out_{t}", t, "buffer", "w") for t in by_type)
-    return Kernel(name, args, body, (Const(I32, GROUP),))
+    return Kernel(name, args, body, (Const(I32, GROUP),), Const(I32, 0))
 
 
 def _read_inputs(e, inputs):

@@ -18,7 +18,7 @@ def add_one(t=I32, name="add_one"):
     body = For("blk", Const(I32, 0), Const(I32, 64), "gpu_block",
                For("thr", Const(I32, 0), Const(I32, 64), "gpu_thread",
                    Store("buf", i, BinOp("+", Load("buf", i, t), one, t))))
-    return Kernel(name, (KernelArg("buf", t, "buffer", "rw"),), body, (Const(I32, 64),))
+    return Kernel(name, (KernelArg("buf", t, "buffer", "rw"),), body, (Const(I32, 64),), Const(I32, 0))
 
 
 def test_buffers_copy_only_when_the_other_side_is_newer(gl):
@@ -67,11 +67,11 @@ def test_print_is_refused():
     body = For("blk", Const(I32, 0), Const(I32, 1), "gpu_block",
                Evaluate(Intrinsic("print", (Const(F32, 1.0),), F32, ("x",))))
     with pytest.raises(GlslUnsupported, match="print\\(\\) cannot run in an OpenGL shader"):
-        kernel_source(Kernel("p", (), body, (Const(I32, 1),)))
+        kernel_source(Kernel("p", (), body, (Const(I32, 1),), Const(I32, 0)))
 
 
 def test_work_groups_beyond_the_limit_are_refused(gl):
     k = add_one()
-    big = Kernel(k.name, k.args, k.body, (Const(I32, gl.max_group_invocations * 2),))
+    big = k.with_body(k.body, threads=(Const(I32, gl.max_group_invocations * 2),))
     with pytest.raises(opengl.HdslError, match="more than this OpenGL allows"):
         opengl.run_kernel(big, (1,), {"buf": np.zeros(4096, np.int32)})

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hdsl
-from hdsl.codegen.llvm import split_module
+from hdsl.codegen.modules import split_module
 from hdsl.diagnostics import HdslError, InternalError
 from hdsl.runtime import jit
 

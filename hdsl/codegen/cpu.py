@@ -1,0 +1,630 @@
+"""The CPU back end: flat loop nest → LLVM IR for the host (a CodeGenLLVM subclass).
+
+The generated function is
+
+    i32 @NAME(ptr args, ptr err_info)
+
+where args[k] points at input k's buffer struct, then at each param's value,
+then at each output's buffer struct (in declaration order). A buffer struct is
+`{ ptr host, i32 dims, i32 elem_bytes, i64 min[8], i64 extent[8], i64 stride[8], u64 device,
+ptr device_interface, u64 flags }` (strides in elements; hdsl/runtime/abi.py). It returns 0, or an error code with four i64 values in
+err_info (see hdsl/lower/loops.py for the codes).
+
+On top of the base's statements and operator semantics (hdsl/codegen/llvm.py) this adds
+the host calling convention and run-time errors, allocations on the stack or through
+the runtime's malloc, the vector strategy (a vectorized loop's index is a symbolic ramp:
+dense, strided, patterned and gathered loads, masked stores), x86's cvttps2dq for
+f32 → i32, libm calls and printf. Parallel loops are outlined into a task function and
+run by the C thread pool (hdsl/runtime/thread_pool.c).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int,
+                               _Fn, _free_names, _suffix, llvm_type)
+from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, free_vars, walk
+from hdsl.ir.func import Pipeline
+from hdsl.ir.stmt import Allocate, Block, For, IfThenElse, LetStmt, Load, Stmt, Store
+from hdsl.ir.types import I32, I64, Type
+from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE
+from hdsl.runtime.abi import llvm_buffer_type
+
+MAX_DIMS = 8
+BUFFER_T = llvm_buffer_type()           # hdsl/runtime/abi.py
+TASK_T = ir.FunctionType(I32T, [PTR, I32T])
+
+# allocations up to this many bytes are made on the stack (the pool's threads have 8 MiB)
+STACK_ALLOCATION_LIMIT = 64 * 1024
+
+
+class CodeGenCPU(CodeGenLLVM):
+    def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl"):
+        super().__init__(name, fast_math)
+        self.p = pipeline
+        self.runtime_prefix = runtime_prefix
+        self.n_tasks = 0
+        self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
+
+    # ------------------------------------------------------------ entry
+    def generate(self, stmt: Stmt) -> ir.Module:
+        st = _Fn(self, self.fn_main)
+        args_ptr, err_ptr = self.fn_main.args
+        st.err_info = err_ptr
+        b = st.b
+        k = 0
+
+        def arg(i):
+            p = b.gep(args_ptr, [ir.Constant(I64T, i)], source_etype=PTR)
+            return b.load(p, typ=PTR)
+
+        nbuf = 0
+        for buf in self.p.inputs:
+            self._bind_buffer(st, buf.name, arg(k), buf.dims, nbuf)
+            k += 1
+            nbuf += 1
+        for prm in self.p.params:
+            p = arg(k)
+            t = prm.type
+            v = b.load(p, typ=llvm_type(t, memory=True))
+            if t.is_bool():
+                v = b.icmp_unsigned("!=", v, ir.Constant(I8T, 0))
+            st.syms[prm.name] = (v, t)
+            k += 1
+        for f in self.p.outputs:
+            self._bind_buffer(st, f.name, arg(k), f.dims, nbuf)
+            k += 1
+            nbuf += 1
+        self.entry(st, arg, k)
+        self.stmt(st, stmt)
+        if not b.block.is_terminated:
+            b.ret(ir.Constant(I32T, 0))
+        return self.module
+
+    def entry(self, st: _Fn, arg, k: int) -> None:
+        """After the arguments are bound: arguments past the outputs (arg(k), ...) for a
+        subclass (GPU pipelines take their device table there, codegen/device_host.py)."""
+
+    def _bind_buffer(self, st: _Fn, name: str, ptr, dims: int, which: int):
+        """The buffer's host pointer, mins, extents and strides (i32). Offsets into it are
+        32-bit, so the elements it spans, Σ (extent - 1) * |stride| + 1, must be below 2^31."""
+        b = st.b
+        host = b.load(b.gep(ptr, [ir.Constant(I32T, 0), ir.Constant(I32T, 0)], source_etype=BUFFER_T), typ=PTR)
+        st.syms[name] = (host, None)
+        span = ir.Constant(I64T, 1)
+        for d in range(dims):
+            fields = {}
+            for field, what in ((3, "min"), (4, "extent"), (5, "stride")):
+                p = b.gep(ptr, [ir.Constant(I32T, 0), ir.Constant(I32T, field), ir.Constant(I32T, d)],
+                          source_etype=BUFFER_T)
+                fields[what] = v = b.load(p, typ=I64T)
+                st.syms[f"{name}.{what}.{d}"] = (b.trunc(v, I32T), I32)
+            stride = fields["stride"]
+            mag = b.select(b.icmp_signed("<", stride, ir.Constant(I64T, 0)), b.neg(stride), stride)
+            ext = fields["extent"]
+            ext = b.select(b.icmp_signed(">", ext, ir.Constant(I64T, 0)), ext, ir.Constant(I64T, 1))
+            span = b.add(span, b.mul(b.sub(ext, ir.Constant(I64T, 1)), mag))
+        self._check_size(st, span, which)
+
+    def _check_size(self, st: _Fn, elements, which: int):
+        """Return ERR_BUFFER_TOO_LARGE (info: which buffer, its elements) unless elements < 2^31;
+        `which` counts inputs then outputs, -1 is an intermediate."""
+        b = st.b
+        # unsigned: a negative count is an extent that overflowed i32 (a region from a
+        # coordinate near -2^31, such as i32(NaN)), as much too large as any other
+        big = b.icmp_unsigned(">", elements, ir.Constant(I64T, 2 ** 31 - 1))
+        with b.if_then(big, likely=False):
+            if st.err_info is not None:
+                b.store(ir.Constant(I64T, which), b.gep(st.err_info, [ir.Constant(I64T, 0)], source_etype=I64T))
+                b.store(elements, b.gep(st.err_info, [ir.Constant(I64T, 1)], source_etype=I64T))
+            b.ret(ir.Constant(I32T, ERR_BUFFER_TOO_LARGE))
+
+    def fail(self, st: _Fn, code: int, info: tuple):
+        """Up to four i64 values of info in err_info (none in a task function), return code."""
+        b = st.b
+        if st.err_info is not None:
+            for i, e in enumerate(info[:4]):
+                v = self.expr(st, e)
+                v = b.sext(v, I64T) if v.type != I64T else v
+                b.store(v, b.gep(st.err_info, [ir.Constant(I64T, i)], source_etype=I64T))
+        b.ret(ir.Constant(I32T, code))
+
+    def allocate(self, st: _Fn, s: Allocate):
+        b = st.b
+        elements = self.expr(st, s.size)
+        self._check_size(st, elements, -1)
+        size = b.mul(elements, ir.Constant(I64T, max(1, s.type.bits // 8)))
+        size = b.select(b.icmp_signed(">", size, ir.Constant(I64T, 0)), size, ir.Constant(I64T, 1))
+        rounded = b.and_(b.add(size, ir.Constant(I64T, 63)), ir.Constant(I64T, -64))
+        # small buffers (a tile's intermediate, allocated once per tile) live on the
+        # stack, between a stack save and restore so a loop does not grow it; larger
+        # ones on the heap. Either way 64-byte aligned for dense vector loads and stores.
+        small = b.icmp_unsigned("<=", size, ir.Constant(I64T, STACK_ALLOCATION_LIMIT))
+        saved = b.call(self.decl("llvm.stacksave.p0", PTR, []), [])
+        with b.if_else(small, likely=True) as (then, other):
+            with then:
+                # (aligned by the alloca itself, not by pointer arithmetic: LLVM then knows
+                # the block is distinct from every other buffer and keeps values in registers)
+                on_stack = b.alloca(I8T, size=rounded)
+                on_stack.align = 64
+                stack_block = b.block
+            with other:
+                malloc = self.decl(f"{self.runtime_prefix}_malloc", PTR, [I64T])
+                if "noalias" not in malloc.return_value.attributes:
+                    malloc.return_value.add_attribute("noalias")     # fresh memory, as malloc's
+                on_heap = b.call(malloc, [rounded])
+                heap_block = b.block
+        mem = b.phi(PTR)
+        mem.add_incoming(on_stack, stack_block)
+        mem.add_incoming(on_heap, heap_block)
+        ok = b.icmp_unsigned("!=", mem, ir.Constant(PTR, None))
+        with b.if_then(b.not_(ok), likely=False):
+            b.ret(ir.Constant(I32T, 4))          # out of memory
+        old = st.syms.get(s.name)
+        st.syms[s.name] = (mem, None)
+        self.stmt(st, s.body)
+        with b.if_then(b.not_(small)):
+            b.call(self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR]), [mem])
+        b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
+        if old is None:
+            del st.syms[s.name]
+        else:
+            st.syms[s.name] = old
+
+    # ------------------------------------------------------------ loops
+    def loop(self, st: _Fn, s: For):
+        n = _const_int(s.extent)
+        if s.kind == "parallel" and st.lanes is None:
+            self.parallel_for(st, s)
+        elif s.kind == "vectorized" and st.lanes is None and n is not None and 2 <= n <= 64 \
+                and _vectorizable(s.body, frozenset((s.var,))):
+            self.vector_for(st, s, n)
+        else:
+            super().loop(st, s)
+
+    def vector_for(self, st: _Fn, s: For, lanes: int):
+        """The loop becomes one pass over `lanes` lanes: its var is a ramp."""
+        lo = self.expr(st, s.min)
+        old = st.syms.get(s.var)
+        st.syms[s.var] = (Ramp(lo, 1, lanes), I32)
+        st.lanes = lanes
+        try:
+            self.stmt(st, s.body)
+        finally:
+            st.lanes = None
+            self._restore(st, s.var, old)
+
+    def parallel_for(self, st: _Fn, s: For):
+        """Outline the body into task(closure, i) and call hdsl_parallel_for."""
+        b = st.b
+        free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
+        types = [st.syms[n][0].type for n in free]
+        closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
+        # in the entry block: an alloca inside a loop would grow the stack every iteration.
+        # (When b itself is still in the entry block it allocates there: llvmlite builders
+        # insert at an index, so a second builder inserting in b's block would move b's
+        # insertion point behind the block's terminator.)
+        if b.block is st.fn.entry_basic_block:
+            closure = b.alloca(closure_t)
+        else:
+            entry = ir.IRBuilder(st.fn.entry_basic_block)
+            entry.position_at_start(st.fn.entry_basic_block)
+            closure = entry.alloca(closure_t)
+        for k, n in enumerate(free):
+            b.store(st.syms[n][0], b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+        self.n_tasks += 1
+        task = ir.Function(self.module, TASK_T, name=f"{self.name}.par{self.n_tasks}")
+        task.linkage = "internal"
+        inner = _Fn(self, task)
+        inner.err_info = None
+        cl, idx = task.args
+        cl.add_attribute("noalias")       # the closure is only read, by every task alike
+        for k, n in enumerate(free):
+            v = inner.b.load(inner.b.gep(cl, [ir.Constant(I32T, 0), ir.Constant(I32T, k)], source_etype=closure_t),
+                             typ=types[k])
+            inner.syms[n] = (v, st.syms[n][1])
+        inner.syms[s.var] = (idx, I32)
+        self.stmt(inner, s.body)
+        if not inner.b.block.is_terminated:
+            inner.b.ret(ir.Constant(I32T, 0))
+        lo = self.expr(st, s.min)
+        ext = self.expr(st, s.extent)
+        pf = self.decl(f"{self.runtime_prefix}_parallel_for", I32T, [PTR, PTR, I32T, I32T])
+        r = b.call(pf, [task, closure, lo, ext])
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32T, 0)), likely=False):
+            b.ret(r)
+
+    # ------------------------------------------------------------ vector memory access
+    def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
+        b = st.b
+        t = s.value.type
+        mt = llvm_type(t, True)
+        lanes = lanes or st.lanes
+        v = self.splat(st, v, lanes)
+        if t.is_bool():
+            v = b.zext(v, ir.VectorType(I8T, lanes))
+        vt = ir.VectorType(mt, lanes)
+        mask = st.mask if st.mask is not None else None
+        if mask is not None and not isinstance(mask.type, ir.VectorType):
+            mask = self.splat(st, mask, lanes)
+        align = ir.Constant(I32T, max(1, t.bits // 8))
+        if isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.stride == 1:
+            ptr = b.gep(base, [idx.base], source_etype=mt)
+            if mask is None:
+                b.store(v, ptr, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.store.{_suffix(vt)}.p0", ir.VoidType(), [vt, PTR, I32T, mask.type])
+                b.call(f, [v, ptr, align, mask])
+            return
+        ptrs = self.pointers(st, base, self.val(st, idx, lanes), t)
+        if mask is None:
+            mask = K(ir.VectorType(I1T, lanes), 1)
+        f = self.decl(f"llvm.masked.scatter.{_suffix(vt)}.v{lanes}p0", ir.VoidType(),
+                      [vt, ptrs.type, I32T, mask.type])
+        b.call(f, [v, ptrs, align, mask])
+
+    def vector_load(self, st: _Fn, e: Load, base, idx):
+        if isinstance(idx, Interleave):
+            if st.mask is None:
+                return self.interleave(st, [self.load_vector(st, e, base, p) for p in idx.parts])
+            idx = self.val(st, idx)
+        return self.load_vector(st, e, base, idx)
+
+    def load_vector(self, st: _Fn, e: Load, base, idx):
+        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory."""
+        b = st.b
+        t = e.type
+        mt = llvm_type(t, True)
+        lanes = idx.lanes if isinstance(idx, Ramp) else idx.type.count
+        vt = ir.VectorType(mt, lanes)
+        mask = st.mask
+        if mask is not None and not isinstance(mask.type, ir.VectorType):
+            mask = self.splat(st, mask, lanes)
+        align = ir.Constant(I32T, max(1, t.bits // 8))
+        stride = idx.stride if isinstance(idx, Ramp) else None
+        if isinstance(stride, int) and stride == 1:
+            ptr = b.gep(base, [idx.base], source_etype=mt)
+            if mask is None:
+                v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
+                v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        elif isinstance(stride, int) and stride == 0 and mask is None:
+            v = self.splat(st, b.load(b.gep(base, [idx.base], source_etype=mt), typ=mt), lanes)
+        elif isinstance(stride, int) and 2 <= stride <= 8 and mask is None:
+            v = self.strided_load(st, b.gep(base, [idx.base], source_etype=mt), stride, lanes, mt, t)
+        elif stride is not None and not isinstance(stride, int) and mask is None:
+            # a run-time stride (a buffer's row stride): dense when it is 1, else a gather
+            unit = b.icmp_signed("==", stride, ir.Constant(stride.type, 1))
+            with b.if_else(unit) as (then, other):
+                with then:
+                    v_dense = b.load(b.gep(base, [idx.base], source_etype=mt), typ=vt, align=max(1, t.bits // 8))
+                    dense_block = b.block
+                with other:
+                    v_gather = self.gather(st, base, self.val(st, idx, lanes), t, vt, None)
+                    gather_block = b.block
+            v = b.phi(vt)
+            v.add_incoming(v_dense, dense_block)
+            v.add_incoming(v_gather, gather_block)
+        elif mask is None and not isinstance(idx, Ramp) and not _data_dependent(e.index):
+            v = self.patterned_load(st, base, idx, t, vt)
+        else:
+            v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
+        return v
+
+    def strided_load(self, st: _Fn, ptr, stride: int, lanes: int, mt, t: Type):
+        """Lanes ptr[0], ptr[stride], …: dense vectors of `lanes` elements covering exactly the
+        span the lanes touch (the last one overlapping its neighbour, so nothing past the last
+        lane is read), then one shuffle. A single load of the odd-sized span would be split by
+        LLVM into many small loads and inserts."""
+        b = st.b
+        align = max(1, t.bits // 8)
+        span = (lanes - 1) * stride + 1
+        n = -(-span // lanes)
+        offsets = [k * lanes for k in range(n - 1)] + [span - lanes]
+        vt = ir.VectorType(mt, lanes)
+        chunks = [b.load(ptr if o == 0 else b.gep(ptr, [ir.Constant(I32T, o)], source_etype=mt), typ=vt, align=align)
+                  for o in offsets]
+
+        def where(el):
+            k = min(el // lanes, n - 1)
+            return k * lanes + el - offsets[k]
+        mask = ir.Constant(ir.VectorType(I32T, lanes), [where(i * stride) for i in range(lanes)])
+        if n == 2:
+            return b.shuffle_vector(chunks[0], chunks[1], mask)
+        cat = self.concat(st, chunks)
+        return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+
+    def patterned_load(self, st: _Fn, base, iv, t: Type, vt):
+        """A load at a vector of indices that, at run time, is often `first + P` for a known
+        pattern P: dense (a clamp that did not bite), half rate (`f(x / 2)`, upsampling and
+        Bayer interleaving, both phases) or a broadcast. Each is checked in turn and loaded
+        as exactly the span it covers (then shuffled); anything else is a gather."""
+        b = st.b
+        lanes = vt.count
+        mt = vt.element
+        align = max(1, t.bits // 8)
+        patterns = [list(range(lanes)), [i // 2 for i in range(lanes)], [(i + 1) // 2 for i in range(lanes)],
+                    [0] * lanes]
+        first = b.extract_element(iv, ir.Constant(I32T, 0))
+        splat_first = self.splat(st, first, lanes)
+        reduce_and = self.decl(f"llvm.vector.reduce.and.{_suffix(ir.VectorType(I1T, lanes))}", I1T,
+                               [ir.VectorType(I1T, lanes)])
+        merge = st.fn.append_basic_block()
+        incoming = []
+        ptr = b.gep(base, [first], source_etype=mt)
+        for pat in patterns:
+            ok = b.call(reduce_and, [b.icmp_signed("==", iv, b.add(splat_first, ir.Constant(iv.type, pat)))])
+            hit, miss = st.fn.append_basic_block(), st.fn.append_basic_block()
+            b.cbranch(ok, hit, miss)
+            b.position_at_end(hit)
+            span = max(pat) + 1
+            if span == lanes:
+                v = b.load(ptr, typ=vt, align=align)
+            elif span == 1:
+                v = self.splat(st, b.load(ptr, typ=mt, align=align), lanes)
+            else:
+                wide = b.load(ptr, typ=ir.VectorType(mt, span), align=align)
+                v = b.shuffle_vector(wide, ir.Constant(ir.VectorType(mt, span), ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32T, lanes), pat))
+            incoming.append((v, b.block))
+            b.branch(merge)
+            b.position_at_end(miss)
+        incoming.append((self.gather(st, base, iv, t, vt, None), b.block))
+        b.branch(merge)
+        b.position_at_end(merge)
+        v = b.phi(vt)
+        for val, block in incoming:
+            v.add_incoming(val, block)
+        return v
+
+    def gather(self, st: _Fn, base, idx, t: Type, vt, mask):
+        b = st.b
+        lanes = vt.count
+        ptrs = self.pointers(st, base, idx, t)
+        if mask is None:
+            mask = K(ir.VectorType(I1T, lanes), 1)
+        f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
+        return b.call(f, [ptrs, ir.Constant(I32T, max(1, t.bits // 8)), mask, K(vt, 0)])
+
+    def pointers(self, st: _Fn, base, idx, t: Type):
+        """A vector of element addresses base + idx[k] (for gathers and scatters)."""
+        b = st.b
+        n = idx.type.count
+        idx = self._widen(st, idx, I32 if idx.type.element.width < 64 else I64)
+        # `getelementptr T, ptr base, <n x i64> idx` (a scalar base and vector offsets, which
+        # the x86 back end folds into the gather's base + index * scale addressing); llvmlite
+        # types a GEP by its pointer operand, so the vector result type is set by hand
+        gep = ir.instructions.GEPInstr(b.block, base, [idx], inbounds=False, name="",
+                                       source_etype=llvm_type(t, True))
+        gep.type = ir.VectorType(PTR, n)
+        b._insert(gep)
+        return gep
+
+    # ------------------------------------------------------------ index arithmetic on ramps
+    def index_cast(self, st: _Fn, e: Cast, v):
+        """Index arithmetic: a widened ramp is still a ramp (no overflow within a vector)."""
+        t = e.type
+        if not (t.is_int() and t.bits >= 32 and e.value.type.is_int() and not e.saturate):
+            return None
+
+        def widen(r: Ramp) -> Ramp:
+            stride = r.stride if isinstance(r.stride, int) else self.cast(st, t, r.stride, e.value.type)
+            return Ramp(self.cast(st, t, r.base, e.value.type), stride, r.lanes)
+        if isinstance(v, Interleave):
+            return Interleave([widen(p) for p in v.parts])
+        return widen(v)
+
+    def index_binop(self, st: _Fn, e: BinOp, a, c):
+        return self._ramp_binop(st, e, a, c)
+
+    def _ramp_binop(self, st, e: BinOp, a, c):
+        if not (isinstance(a, (Ramp, Interleave)) or isinstance(c, (Ramp, Interleave))) or e.type.is_float() \
+                or e.type.bits < 32:
+            return None
+        b = st.b
+        if isinstance(a, Interleave) or isinstance(c, Interleave):
+            return self._interleave_binop(st, e, a, c)
+        if e.op in ("/", "%") and isinstance(a, Ramp) and isinstance(a.stride, int):
+            k = _const_int(e.b)
+            if k is not None and k > 1:
+                if a.stride % k == 0:
+                    q = self.binop(st, e.op, a.base, ir.Constant(a.base.type, k), e.a.type)
+                    return Ramp(q, a.stride // k if e.op == "/" else 0, a.lanes)
+                if a.lanes % k == 0 and a.lanes // k >= 2:
+                    parts = []
+                    for r in range(k):
+                        br = a.base if r == 0 else b.add(a.base, ir.Constant(a.base.type, a.stride * r))
+                        q = self.binop(st, e.op, br, ir.Constant(br.type, k), e.a.type)
+                        parts.append(Ramp(q, a.stride if e.op == "/" else 0, a.lanes // k))
+                    return Interleave(parts)
+            return None
+
+        def scalar(v):
+            return not isinstance(v, Ramp) and not isinstance(v.type, ir.VectorType)
+        if e.op == "+":
+            if isinstance(a, Ramp) and scalar(c):
+                return Ramp(b.add(a.base, c), a.stride, a.lanes)
+            if isinstance(c, Ramp) and scalar(a):
+                return Ramp(b.add(a, c.base), c.stride, c.lanes)
+            if isinstance(a, Ramp) and isinstance(c, Ramp):
+                return Ramp(b.add(a.base, c.base), self._sadd(b, a.stride, c.stride, a.base), a.lanes)
+        if e.op == "-":
+            if isinstance(a, Ramp) and scalar(c):
+                return Ramp(b.sub(a.base, c), a.stride, a.lanes)
+            if isinstance(c, Ramp) and scalar(a):
+                return Ramp(b.sub(a, c.base), self._sadd(b, 0, c.stride, c.base, sub=True), c.lanes)
+            if isinstance(a, Ramp) and isinstance(c, Ramp):
+                return Ramp(b.sub(a.base, c.base), self._sadd(b, a.stride, c.stride, a.base, sub=True), a.lanes)
+        if e.op == "*":
+            k = _const_int(e.b) if isinstance(a, Ramp) else _const_int(e.a)
+            r, other = (a, c) if isinstance(a, Ramp) else (c, a)
+            if k is not None:
+                stride = r.stride * k if isinstance(r.stride, int) else b.mul(r.stride, ir.Constant(r.stride.type, k))
+                return Ramp(b.mul(r.base, other), stride, r.lanes)
+            if isinstance(r, Ramp) and scalar(other):
+                # times a run-time value (a buffer's stride): still a ramp, of run-time stride
+                return Ramp(b.mul(r.base, other), self._smul(b, r.stride, other), r.lanes)
+        return None
+
+    def _interleave_binop(self, st, e: BinOp, a, c):
+        """An operation on an interleaved index done part by part (None: not possible)."""
+        b = st.b
+        k = len((a if isinstance(a, Interleave) else c).parts)
+
+        def split(v):
+            if isinstance(v, Interleave):
+                return v.parts if len(v.parts) == k and len({p.lanes for p in v.parts}) == 1 else None
+            if isinstance(v, Ramp):
+                if v.lanes % k:
+                    return None
+                sk = v.stride * k if isinstance(v.stride, int) else b.mul(v.stride, ir.Constant(v.stride.type, k))
+                return [Ramp(v.base if r == 0 else b.add(v.base, self._s(b, v.stride, v.base) if r == 1 else
+                                                          self._smul(b, v.stride, ir.Constant(v.base.type, r))),
+                             sk, v.lanes // k) for r in range(k)]
+            if isinstance(v.type, ir.VectorType):
+                return None
+            return [v] * k
+        pa, pc = split(a), split(c)
+        if pa is None or pc is None:
+            return None
+        out = []
+        for x, y in zip(pa, pc):
+            r = self._ramp_binop(st, e, x, y)
+            if not isinstance(r, Ramp):
+                return None
+            out.append(r)
+        return Interleave(out)
+
+    @staticmethod
+    def _s(b, x, like):
+        return x if not isinstance(x, int) else ir.Constant(like.type, x)
+
+    def _sadd(self, b, x, y, like, sub=False):
+        if isinstance(x, int) and isinstance(y, int):
+            return x - y if sub else x + y
+        x, y = self._s(b, x, like), self._s(b, y, like)
+        return b.sub(x, y) if sub else b.add(x, y)
+
+    def _smul(self, b, x, other):
+        """stride x times the scalar LLVM value `other`."""
+        if isinstance(x, int):
+            return other if x == 1 else b.mul(other, ir.Constant(other.type, x))
+        return b.mul(x, other)
+
+    # ------------------------------------------------------------ x86, libm, printf
+    def float_to_i32(self, st: _Fn, v):
+        return self.cvtt_i32(st, v)
+
+    def cvtt_i32(self, st: _Fn, v):
+        """f32 (scalar or vector) -> i32 with x86's cvttps2dq: toward zero, INT_MIN when NaN or
+        out of range. Vectors go in chunks of 8 (or 4) lanes, padded where needed."""
+        b = st.b
+        v4 = ir.VectorType(F32T, 4)
+        if not isinstance(v.type, ir.VectorType):
+            x = b.insert_element(ir.Constant(v4, ir.Undefined), v, ir.Constant(I32T, 0))
+            return b.call(self.decl("llvm.x86.sse.cvttss2si", I32T, [v4]), [x])
+        n = v.type.count
+        w = 8 if n % 8 == 0 else 4
+        padded = -(-n // w) * w
+        if padded != n:
+            v = self._pad(st, v, padded)
+        fn = (self.decl("llvm.x86.avx.cvtt.ps2dq.256", ir.VectorType(I32T, 8), [ir.VectorType(F32T, 8)]) if w == 8
+              else self.decl("llvm.x86.sse2.cvttps2dq", ir.VectorType(I32T, 4), [v4]))
+        parts = []
+        for k in range(0, padded, w):
+            chunk = v if padded == w else b.shuffle_vector(
+                v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
+            parts.append(b.call(fn, [chunk]))
+        r = self.concat(st, parts) if len(parts) > 1 else parts[0]
+        if padded != n:
+            r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
+        return r
+
+    def math_call(self, st: _Fn, name: str, args, t: Type):
+        return self.libm(st, name, args, t)
+
+    def libm(self, st: _Fn, base: str, args, t: Type):
+        """A C math library call; for vectors, one call per lane."""
+        b = st.b
+        vec = isinstance(args[0].type, ir.VectorType)
+        et = args[0].type.element if vec else args[0].type
+        ct = ir.FloatType() if t.bits == 16 else et
+        fn = self.decl(base + ("f" if str(ct) == "float" else ""), ct, [ct] * len(args))
+
+        def one(xs):
+            xs = [b.fpext(x, ct) if t.bits == 16 else x for x in xs]
+            r = b.call(fn, xs)
+            return b.fptrunc(r, et) if t.bits == 16 else r
+        if not vec:
+            return one(args)
+        out = ir.Constant(args[0].type, ir.Undefined)
+        for k in range(args[0].type.count):
+            lane = ir.Constant(I32T, k)
+            out = b.insert_element(out, one([b.extract_element(a, lane) for a in args]), lane)
+        return out
+
+    def print_call(self, st: _Fn, e: Intrinsic, args):
+        b = st.b
+        fmt, vals = [], []
+
+        def add(v, t):
+            if t.is_float():
+                # the evaluator's (and Halide's runtime) format: f64 in scientific notation,
+                # narrower floats with six decimals (hdsl/interp/evaluate.py: _fmt)
+                fmt.append("%e" if t.bits == 64 else "%f")
+                vals.append(b.fpext(v, ir.DoubleType()) if t.bits < 64 else v)
+            elif t.is_bool():
+                fmt.append("%s")
+                # (the two strings' arrays differ in length: select between pointers to their first bytes)
+                first = [ir.Constant(I32T, 0)] * 2
+                vals.append(b.select(v, self._cstr("true").gep(first), self._cstr("false").gep(first)))
+            else:
+                fmt.append("%lld" if t.is_int() else "%llu")
+                vals.append(self._widen(st, v, t))
+        add(args[0], e.args[0].type)
+        j = 1
+        for piece in e.extra:
+            if piece is None:
+                add(args[j], e.args[j].type)
+                j += 1
+            else:
+                fmt.append(piece.replace("%", "%%"))
+        printf = self.decl("printf", I32T, [PTR], var_arg=True)
+        b.call(printf, [self._cstr(" ".join(fmt) + "\n")] + vals)
+
+
+def _data_dependent(e: Expr) -> bool:
+    """Does an index read memory (a look-up table)? Then no pattern is worth checking for."""
+    return any(isinstance(n, Load) for n in walk(e))
+
+
+def _vectorizable(s: Stmt, lane: frozenset = frozenset()) -> bool:
+    """Statements a vectorized loop's body may hold (anything else runs serially). A serial
+    loop inside is kept, with a vector body, when its bounds are the same in every lane:
+    lanes are independent, so `for x in lanes: for c: body` may run as `for c: body(lanes)`
+    (Halide does the same)."""
+    if isinstance(s, Block):
+        return all(_vectorizable(x, lane) for x in s.stmts)
+    if isinstance(s, LetStmt):
+        inner = lane | {s.name} if free_vars(s.value) & lane else lane
+        return _vector_expr_ok(s.value) and _vectorizable(s.body, inner)
+    if isinstance(s, IfThenElse):
+        return _vector_expr_ok(s.cond) and _vectorizable(s.then, lane) and \
+            (s.otherwise is None or _vectorizable(s.otherwise, lane))
+    if isinstance(s, Store):
+        return _vector_expr_ok(s.index) and _vector_expr_ok(s.value)
+    if isinstance(s, For) and s.kind in ("serial", "unrolled"):
+        return not ((free_vars(s.min) | free_vars(s.extent)) & lane) and _vectorizable(s.body, lane)
+    return False
+
+
+def _vector_expr_ok(e: Expr) -> bool:
+    return not any(isinstance(n, Intrinsic) and n.name == "print" for n in walk(e))
+
+
+def generate(pipeline: Pipeline, stmt: Stmt, name: str, fast_math: bool = False,
+             runtime_prefix: str = "hdsl") -> ir.Module:
+    """The pipeline as LLVM IR; `runtime_prefix` names the thread pool's entry points
+    (ahead-of-time objects give each pipeline its own, so two can be linked together)."""
+    return CodeGenCPU(pipeline, name, fast_math, runtime_prefix).generate(stmt)

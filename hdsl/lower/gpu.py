@@ -1,0 +1,429 @@
+"""GPU lowering: from loops marked gpu_block / gpu_thread to kernels and launches.
+
+Four passes (their places in lower.py's PASSES):
+
+- `check_gpu_loops`, right after schedule_functions: the nesting rules, as errors at the
+  directive. Thread loops lie inside block loops; block loops are not inside thread
+  loops, nor inside a parallel, vectorized or unrolled CPU loop; at most 3 block and 3
+  thread dims; at most 1024 threads per block when the thread loops' extents are
+  constants; a kernel with thread loops stores only inside them (a Func computed at a
+  block loop needs its own gpu_threads, else every thread would run its loops).
+- `gpu_memory`, after flatten: the storage of a Func computed inside a kernel is
+  "gpu_shared" at block level (one allocation per block) and "gpu_local" inside a
+  thread loop; a GpuBarrier separates sibling thread-loop nests of a block (a producer's
+  nest and its consumers'), and ends each iteration of a serial loop at block level
+  whose body holds thread loops (the next iteration rewrites what this one read).
+- `outline_kernels`, last, for a GPU target: each outermost gpu_block loop nest
+  becomes a Kernel (hdsl/ir/kernel.py) and a LaunchKernel on the target's device. Its
+  args come from the closure analysis parallel-loop outlining shares
+  (hdsl/ir/closure.py); its block size is, per dim, an upper bound of its thread loops'
+  extents over the whole grid, and its shared memory an upper bound of its gpu_shared
+  allocations, both expressions of its scalar args (hdsl/lower/symbolic.py bounds
+  them; a difference of two mins sharing a bound, `min(a + 15, m) - min(a, m)`, the
+  extent of a clamped tile, is bounded by `15` first).
+
+- `device_copies`, after outlining: DeviceSync statements where host code touches a
+  buffer that kernels use (see its docstring).
+
+GPU dims come from nesting: in a nest, the innermost block loop is dim x (0), the next
+outer y (1), then z (2); likewise thread loops.
+"""
+from __future__ import annotations
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.closure import mentioned
+from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, substitute
+from hdsl.ir.func import Schedule
+from hdsl.ir.kernel import Kernel, KernelArg
+from hdsl.ir.simplify import simplify
+from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Allocate, Block, DeviceSync, For, GpuBarrier, LaunchKernel, LetStmt,
+                          Provide, Stmt, block, children, own_exprs, with_children)
+from hdsl.ir.types import I32, I64
+from hdsl.lower.symbolic import expr_bounds
+
+MAX_GPU_DIMS = 3
+MAX_THREADS = 1024
+GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile")
+
+
+# ------------------------------------------------------------------ nesting checks
+def _loop_parts(var: str) -> tuple[str, str]:
+    """(Func name, dim) of a loop named `<func>.s<stage>.<dim>` (with `$n` versions)."""
+    base = var.split("$")[0]
+    head, _, dim = base.rpartition(".")
+    func = head.rsplit(".s", 1)[0] if ".s" in head else head
+    return func, dim
+
+
+def _directive(sched: Schedule | None, var: str, names=GPU_DIRECTIVES):
+    """The directive that made loop `var` what it is (for an error's position)."""
+    if sched is None:
+        return None
+    func, dim = _loop_parts(var)
+    for fid, ds in sched.directives.items():
+        if sched.funcs[fid].name != func:
+            continue
+        for d in ds:
+            if d.name in names and dim in [str(a) for a in d.args]:
+                return d
+        for d in ds:
+            if d.name in names:
+                return d
+    return None
+
+
+def _error(msg: str, sched, var: str, hint: str, names=GPU_DIRECTIVES) -> HdslError:
+    d = _directive(sched, var, names)
+    return HdslError(msg, d.span if d is not None else None, hint)
+
+
+def _func_directive(sched: Schedule | None, func) -> object:
+    if sched is None:
+        return None
+    for d in sched.directives.get(id(func), []):
+        if d.name in ("compute_at", "store_at"):
+            return d
+    ds = sched.directives.get(id(func), [])
+    return ds[0] if ds else None
+
+
+def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
+    """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
+
+    def visit(s: Stmt, blocks: int, threads: int, cpu: str | None, thread_size: int, kernel_has_threads: bool,
+              top_block: str | None):
+        if isinstance(s, For):
+            if s.kind == GPU_BLOCK:
+                if threads:
+                    raise _error(f"GPU block loop '{s.var}' is inside a GPU thread loop", sched, s.var,
+                                 "mark the outer loops gpu_blocks and the inner ones gpu_threads")
+                if cpu is not None:
+                    raise _error(f"GPU loop '{s.var}' is inside a {cpu} loop", sched, s.var,
+                                 "a kernel is launched from the host: leave the loops around it serial")
+                if blocks >= MAX_GPU_DIMS:
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU block dims at loop '{s.var}'", sched, s.var,
+                                 "fuse loops first (fuse(x, y, xy)), or keep some serial")
+                if blocks == 0:
+                    kernel_has_threads = _has_kind(s.body, GPU_THREAD)
+                    top_block = s.var
+                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block)
+            if s.kind == GPU_THREAD:
+                if not blocks:
+                    raise _error(f"GPU thread loop '{s.var}' is not inside a GPU block loop", sched, s.var,
+                                 "mark an outer loop gpu_blocks (gpu_tile does both)")
+                if threads >= MAX_GPU_DIMS:
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop '{s.var}'", sched, s.var,
+                                 "fuse loops first (fuse(x, y, xy)), or keep some serial")
+                n = _const(s.extent)
+                size = thread_size * n if n is not None else thread_size
+                if n is not None and size > MAX_THREADS:
+                    raise _error(f"a GPU block of {size} threads (at loop '{s.var}'): at most {MAX_THREADS} "
+                                 "threads per block", sched, s.var, "use smaller tiles")
+                return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
+            if s.kind in ("parallel", "vectorized", "unrolled") and _has_kind(s.body, GPU_BLOCK):
+                inner = _first_of_kind(s.body, GPU_BLOCK)
+                raise _error(f"GPU loop '{inner}' is inside {s.kind} loop '{s.var}'", sched, inner,
+                             "a kernel is launched from the host: leave the loops around it serial")
+        if isinstance(s, Provide) and blocks and not threads and kernel_has_threads:
+            d = _func_directive(sched, s.func)
+            raise HdslError(f"'{s.func.name}' is computed inside GPU block loop '{top_block}' but outside its "
+                            "thread loops: every thread of the block would compute it",
+                            d.span if d is not None else None,
+                            f"give '{s.func.name}' thread loops too (e.g. {s.func.name}.gpu_threads(...)), or "
+                            "compute it at a thread loop")
+        for k in children(s):
+            visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block)
+    visit(stmt, 0, 0, None, 1, False, None)
+    return stmt
+
+
+def _const(e: Expr) -> int | None:
+    e = simplify(e)
+    return int(e.value) if isinstance(e, Const) else None
+
+
+def _has_kind(s: Stmt, kind: str) -> bool:
+    return _first_of_kind(s, kind) is not None
+
+
+def _first_of_kind(s: Stmt, kind: str) -> str | None:
+    if isinstance(s, For) and s.kind == kind:
+        return s.var
+    for k in children(s):
+        v = _first_of_kind(k, kind)
+        if v is not None:
+            return v
+    return None
+
+
+# ------------------------------------------------------------------ memory and barriers
+def gpu_memory(stmt: Stmt) -> Stmt:
+    """Allocate.memory inside kernels, and barriers between thread-loop nests of a block."""
+
+    def visit(s: Stmt, where: str) -> Stmt:
+        if isinstance(s, For):
+            inner = {GPU_BLOCK: "block", GPU_THREAD: "thread"}.get(s.kind, where)
+            body = visit(s.body, inner)
+            if where == "block" and s.kind not in (GPU_BLOCK, GPU_THREAD) and _has_kind(body, GPU_THREAD):
+                # the next iteration's thread loops rewrite what this one's read
+                body = block(body, GpuBarrier())
+            return For(s.var, s.min, s.extent, s.kind, body)
+        if isinstance(s, Allocate):
+            memory = {"block": "gpu_shared", "thread": "gpu_local"}.get(where, s.memory)
+            return Allocate(s.name, s.type, s.size, visit(s.body, where), memory)
+        if isinstance(s, Block) and where == "block":
+            out: list[Stmt] = []
+            threaded_before = False
+            for x in s.stmts:
+                x = visit(x, where)
+                threaded = _has_kind(x, GPU_THREAD)
+                if threaded and threaded_before:
+                    out.append(GpuBarrier())
+                threaded_before = threaded_before or threaded
+                out.append(x)
+            return Block(tuple(out))
+        kids = children(s)
+        if not kids:
+            return s
+        return with_children(s, [visit(k, where) for k in kids])
+    return visit(stmt, "host")
+
+
+# ------------------------------------------------------------------ kernel outlining
+def outline_kernels(stmt: Stmt, device: str | None, entry: set[str], pipeline_name: str = "p") -> Stmt:
+    """Each outermost gpu_block loop nest as a Kernel launched on `device` (None: no GPU
+    target, nothing to do). `entry`: the names bound on entry (buffers, params, their
+    mins/extents/strides)."""
+    if device is None:
+        return stmt
+    counter = [0]
+
+    def visit(s: Stmt, scope: frozenset) -> Stmt:
+        if isinstance(s, For) and s.kind == GPU_BLOCK:
+            return _launch(s, scope, device, counter)
+        if isinstance(s, LetStmt):
+            return LetStmt(s.name, s.value, visit(s.body, scope | {s.name}))
+        if isinstance(s, For):
+            return For(s.var, s.min, s.extent, s.kind, visit(s.body, scope | {s.var}))
+        if isinstance(s, Allocate):
+            return Allocate(s.name, s.type, s.size, visit(s.body, scope | {s.name}), s.memory)
+        kids = children(s)
+        if not kids:
+            return s
+        return with_children(s, [visit(k, scope) for k in kids])
+    return visit(stmt, frozenset(entry))
+
+
+def _launch(loop: For, scope: frozenset, device: str, counter: list) -> LaunchKernel:
+    # the block loops: a chain of directly nested gpu_block loops (x innermost)
+    blocks = []
+    s: Stmt = loop
+    while isinstance(s, For) and s.kind == GPU_BLOCK:
+        blocks.append(s)
+        s = s.body
+    for b in blocks:
+        if not (free_vars(b.min) | free_vars(b.extent)) <= scope:
+            raise HdslError(f"the extent of GPU block loop '{b.var}' depends on an outer block loop: the grid "
+                            "must be known when the kernel is launched", None,
+                            "split the dims with constant factors (gpu_tile) rather than nesting block loops "
+                            "of varying extent")
+    grid = tuple(b.extent for b in reversed(blocks))
+    uses = mentioned(loop)
+    args = []
+    for name, u in uses.items():
+        if name not in scope:
+            continue
+        if u.kind == "buffer":
+            args.append(KernelArg(name, u.type, "buffer", u.access))
+        else:
+            args.append(KernelArg(name, u.type, "scalar"))
+    scalars = {a.name for a in args if a.kind == "scalar"}
+    ranges = {b.var: (b.min, simplify(BinOp("-", BinOp("+", b.min, b.extent, I32), Const(I32, 1), I32)))
+              for b in blocks}
+    lets: dict[str, Expr] = {}
+    thread_extents: dict[int, list[Expr]] = {}
+    shared: list[Expr] = []
+    _collect(loop, lets, ranges, thread_extents, shared)
+    extra: set[str] = set()
+    threads = []
+    for dim in range(max(thread_extents) + 1 if thread_extents else 1):
+        bounds = [_upper(e, lets, ranges, scope, extra) for e in thread_extents.get(dim, [Const(I32, 1)])]
+        t = bounds[0]
+        for b2 in bounds[1:]:
+            t = simplify(BinOp("max", t, b2, I32))
+        threads.append(simplify(BinOp("max", t, Const(I32, 1), I32)))
+    total: Expr = Const(I64, 0)
+    for e in shared:
+        total = BinOp("+", total, _upper(e, lets, ranges, scope, extra, I64), I64)
+    shared_bytes = simplify(total)
+    for name in sorted(extra - scalars):
+        t = next((n.type for e in (*threads, shared_bytes) for n in _vars(e) if n.name == name), I32)
+        args.append(KernelArg(name, t, "scalar"))
+    counter[0] += 1
+    name = f"kernel_{_loop_parts(loop.var)[0].replace('.', '_')}_{counter[0] - 1}"
+    kernel = Kernel(name, tuple(args), loop, tuple(threads), shared_bytes)
+    return LaunchKernel(kernel, device, grid)
+
+
+def _vars(e: Expr):
+    from hdsl.ir.expr import walk
+    return [n for n in walk(e) if isinstance(n, Var)]
+
+
+def _collect(s: Stmt, lets, ranges, thread_extents, shared, depth_of=None):
+    """Lets bound inside the kernel, the ranges of its loop variables, its thread loops'
+    extents by dim, and its gpu_shared allocations' sizes in bytes."""
+    if isinstance(s, LetStmt):
+        lets[s.name] = s.value
+    elif isinstance(s, For):
+        last = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
+        ranges.setdefault(s.var, (s.min, last))
+        if s.kind == GPU_THREAD:
+            thread_extents.setdefault(_thread_depth(s.body), []).append(s.extent)
+    elif isinstance(s, Allocate) and s.memory == "gpu_shared":
+        shared.append(simplify(BinOp("*", s.size, Const(I64, max(1, s.type.bits // 8)), I64)))
+    for k in children(s):
+        _collect(k, lets, ranges, thread_extents, shared)
+
+
+def _thread_depth(s: Stmt) -> int:
+    """How many thread loops nest inside s (its deepest chain): a thread loop's dim."""
+    own = 1 if isinstance(s, For) and s.kind == GPU_THREAD else 0
+    return own + max((_thread_depth(k) for k in children(s)), default=0)
+
+
+def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32) -> Expr:
+    """An upper bound of e over the kernel, in names bound on the host (added to `extra`)."""
+    for _ in range(64):         # lets inside the kernel, substituted (they may chain)
+        inner = [n for n in free_vars(e) if n in lets and n not in scope]
+        if not inner:
+            break
+        e = substitute(e, lambda n: lets.get(n.name) if isinstance(n, Var) and n.name in inner else None)
+    e = simplify(_cancel_mins(simplify(e)))
+    if free_vars(e) <= scope:
+        extra |= set(free_vars(e))
+        return e
+    sc = {v: r for v, r in ranges.items() if v not in scope}
+    _, hi = expr_bounds(e, sc)
+    if hi is not None:
+        hi = simplify(hi if hi.type == t else BinOp("+", Const(t, 0), _cast(hi, t), t))
+    if hi is None or not free_vars(hi) <= scope:
+        raise HdslError("cannot bound a GPU kernel's thread count or shared memory from the host", None,
+                        "use constant tile sizes (gpu_tile(x, y, xi, yi, 16, 16)) for the thread loops")
+    extra |= set(free_vars(hi))
+    return hi
+
+
+def _cast(e: Expr, t):
+    from hdsl.ir.expr import Cast
+    return e if e.type == t else Cast(t, e)
+
+
+def _terms(e: Expr, sign: int, out: list):
+    if isinstance(e, BinOp) and e.op in ("+", "-"):
+        _terms(e.a, sign, out)
+        _terms(e.b, sign if e.op == "+" else -sign, out)
+    else:
+        out.append((sign, e))
+
+
+def _cancel_mins(e: Expr) -> Expr:
+    """_cancel_sum at every sum in e, innermost first (under casts and products)."""
+    from hdsl.ir.expr import rebuild
+    kids = e.children()
+    if kids:
+        new = [_cancel_mins(k) for k in kids]
+        if any(a is not b for a, b in zip(new, kids)):
+            e = rebuild(e, new)
+    return simplify(_cancel_sum(e))
+
+
+def _cancel_sum(e: Expr) -> Expr:
+    """Replace `min(a, m) - min(b, m)` (likewise max) in a sum by an upper bound of it,
+    `max(a - b, 0)`, when that is a constant: a clamped tile's extent."""
+    if not (isinstance(e, BinOp) and e.op in ("+", "-")):
+        return e
+    terms: list = []
+    _terms(e, 1, terms)
+    used = [False] * len(terms)
+    out: list = []
+    for i, (si, ti) in enumerate(terms):
+        if used[i] or si != 1 or not (isinstance(ti, BinOp) and ti.op in ("min", "max")):
+            continue
+        for j, (sj, tj) in enumerate(terms):
+            if used[j] or j == i or sj != -1 or not (isinstance(tj, BinOp) and tj.op == ti.op):
+                continue
+            for a, m, b, m2 in ((ti.a, ti.b, tj.a, tj.b), (ti.b, ti.a, tj.b, tj.a), (ti.a, ti.b, tj.b, tj.a),
+                                (ti.b, ti.a, tj.a, tj.b)):
+                if m is m2 or _const(BinOp("-", m, m2, m.type)) == 0:
+                    d = simplify(BinOp("-", a, b, a.type))
+                    if isinstance(d, Const):
+                        used[i] = used[j] = True
+                        out.append((1, Const(e.type, max(int(d.value), 0))))
+                        break
+            if used[i]:
+                break
+    rest = [(s, t) for k, (s, t) in enumerate(terms) if not used[k]] + out
+    acc: Expr | None = None
+    for s, t in rest:
+        if acc is None:
+            acc = t if s == 1 else BinOp("-", Const(e.type, 0), t, e.type)
+        else:
+            acc = BinOp("+" if s == 1 else "-", acc, t, e.type)
+    return acc if acc is not None else Const(e.type, 0)
+
+
+# ------------------------------------------------------------------ host and device copies
+def device_copies(stmt: Stmt, outputs: list[str]) -> Stmt:
+    """DeviceSync statements around host code that touches a buffer some kernel uses:
+    "to_host" before it (the device's copy may be newer), "host_written" after it when it
+    writes the buffer; and at the end each such output back to the host. Launches make
+    their own buffers current on the device (codegen), so a pipeline whose stages all
+    run on the GPU copies each input in once and each output out once."""
+    on_device = {a.name for k in kernels_of(stmt) for a in k.kernel.buffers()}
+    if not on_device:
+        return stmt
+
+    def host_part(s: Stmt) -> Stmt:
+        uses = {n: u for n, u in mentioned(s).items() if n in on_device and u.kind == "buffer"}
+        if not uses:
+            return s
+        before = [DeviceSync(n, "to_host") for n in uses]
+        after = [DeviceSync(n, "host_written") for n, u in uses.items() if u.written]
+        return block(*before, s, *after)
+
+    def visit(s: Stmt) -> Stmt:
+        if isinstance(s, LaunchKernel):
+            return s
+        if not _has_launch(s):
+            return host_part(s)
+        own = {n for e in own_exprs(s) for n in (x.buffer for x in _loads(e)) if n in on_device}
+        kids = children(s)
+        new = with_children(s, [visit(k) for k in kids]) if kids else s
+        return block(*[DeviceSync(n, "to_host") for n in sorted(own)], new)
+    out = visit(stmt)
+    return block(out, *[DeviceSync(n, "to_host") for n in outputs if n in on_device])
+
+
+def _has_launch(s: Stmt) -> bool:
+    return isinstance(s, LaunchKernel) or any(_has_launch(k) for k in children(s))
+
+
+def _loads(e: Expr):
+    from hdsl.ir.expr import walk
+    from hdsl.ir.stmt import Load
+    return [n for n in walk(e) if isinstance(n, Load)]
+
+
+def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
+    """The launches in a lowered pipeline, in order."""
+    out = []
+
+    def visit(s):
+        if isinstance(s, LaunchKernel):
+            out.append(s)
+        for k in children(s):
+            visit(k)
+    visit(stmt)
+    return out
+
