@@ -333,7 +333,9 @@ def cmd_compile(args) -> int:
     import hdsl
     from hdsl.aot import compile_to_files
     p = hdsl.load(args.file)
-    emit = tuple(k.strip() for k in args.emit.split(",") if k.strip())
+    from hdsl.target import parse_target
+    kinds = args.emit if args.emit is not None else ("glsl" if parse_target(args.target).arch == "opengl" else "o,h")
+    emit = tuple(k.strip() for k in kinds.split(",") if k.strip())
     written = compile_to_files(p.ir, args.o, args.target, args.schedule, emit)
     for kind in emit:
         print(written[kind])
@@ -392,7 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--target", default="host", metavar="T", help=native)
     co.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
-    co.add_argument("--emit", default="o,h", metavar="KINDS", help="comma-separated: o,so,h,ll,s,stmt,html")
+    co.add_argument("--emit", default=None, metavar="KINDS",
+                    help="comma-separated: o,so,h,ll,s,stmt,html (default o,h); glsl for --target opengl (its default)")
     co.set_defaults(fn=cmd_compile)
     be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
     be.add_argument("file", metavar="FILE", help="the .hl program")

@@ -182,6 +182,8 @@ class NativePipeline:
         finally:
             if self.device is not None:
                 self.device.release()
+        if code == ERR_DEVICE and isinstance(self.device.error, HdslError):
+            raise self.device.error         # (the device's own message: a shader it cannot make)
         if code == ERR_DEVICE:
             raise HdslError(f"the {self.target.device} device failed: {self.device.error}", None)
         if code != 0:
