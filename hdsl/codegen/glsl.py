@@ -77,7 +77,9 @@ _FORMS = {"pow": "pow({0}, {1})", "atan2": "atan({0}, {1})", "is_nan": "isnan({0
 
 
 class GlslUnsupported(HdslError):
-    """Something the kernel does that GLSL (as hdsl generates it) cannot do."""
+    """Something the kernel does that GLSL (as hdsl generates it) cannot do. `func`: the Func
+    whose computation needs it, when known (check_kernels positions the error there)."""
+    func: str | None = None
 
 
 def glsl_type(t: Type, kernel: str = "?") -> str:
@@ -159,16 +161,23 @@ class GlslCodeGen:
         self.helpers: list[str] = []                          # HELPERS the kernel calls
         self.shared_bytes = shared_bytes
         self.let_values: dict[str, Expr] = {}     # the IR values of the lets in scope
+        self.current: str | None = None           # the buffer the statement being made stores to
         self.shared_words: int | None = None      # set when the kernel has gpu_shared allocations
         self.shared_top = "0"
         self.shared_allocs = 0
 
     # --- errors ---
     def unsupported(self, what: str, hint: str | None = None) -> GlslUnsupported:
-        return GlslUnsupported(f"kernel '{self.kernel.name}': {what}", None, hint)
+        e = GlslUnsupported(f"kernel '{self.kernel.name}': {what}", None, hint)
+        e.func = self.current
+        return e
 
     def type(self, t: Type) -> str:
-        return glsl_type(t, self.kernel.name)
+        try:
+            return glsl_type(t, self.kernel.name)
+        except GlslUnsupported as e:
+            e.func = self.current
+            raise
 
     # --- output ---
     def emit(self, line: str):
@@ -290,6 +299,7 @@ class GlslCodeGen:
                 self.stmt(s.otherwise)
             self.close()
         elif isinstance(s, Store):
+            self.current = s.buffer
             idx = self.expr(s.index)
             val = self.expr(s.value)
             self.store(s.buffer, idx, val)
@@ -339,6 +349,7 @@ class GlslCodeGen:
 
     def allocate(self, s: Allocate):
         memory = getattr(s, "memory", "heap")
+        self.current = s.name
         old = self.buffers.get(s.name)
         if memory == "gpu_shared":
             # a stretch of the one shared array, from the words the enclosing allocations left
@@ -694,3 +705,22 @@ def glsl_listing(stmt: Stmt, pipeline: str) -> str:
                          "(shown here for 0)")
         parts.append("\n".join(notes) + "\n" + kernel_source(k, threads=tuple(threads), shared_bytes=shared))
     return "\n\n".join(parts)
+
+
+def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
+    """Generate every kernel's shader once at compile time (for one thread and no shared memory
+    where those are decided at launch), so that what GLSL cannot do is an error before anything
+    runs, positioned at the definition of the Func that needs it (else at the schedule block)."""
+    from hdsl.diagnostics import Diagnostic
+    from hdsl.lower.gpu import kernels_of
+    for lk in kernels_of(stmt):
+        k = lk.kernel
+        try:
+            kernel_source(k, threads=tuple(int(t.value) if isinstance(t, Const) else 1 for t in k.threads),
+                          shared_bytes=int(k.shared_bytes.value) if isinstance(k.shared_bytes, Const) else 0)
+        except GlslUnsupported as e:
+            f = next((f for f in pipeline.funcs if f.name == e.func), None) if e.func else None
+            span = f.span if f is not None and f.span is not None else (schedule.span if schedule else None)
+            d = e.diagnostics[0]
+            what = f"'{e.func}' runs on OpenGL: " if f is not None else ""
+            raise HdslError(Diagnostic(what + d.message, span, d.hint)) from None

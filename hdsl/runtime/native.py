@@ -42,6 +42,11 @@ class _Variant:
         from hdsl.ir.expr import clear_interned, no_collection
         from hdsl.runtime.jit import compile_jobs
         with no_collection():
+            if target.device == "opengl":
+                # (what GLSL cannot do, found before anything is compiled or cached)
+                from hdsl.codegen.glsl import check_kernels
+                from hdsl.lower.lower import choose_schedule
+                check_kernels(self.lowered.stmt, p, choose_schedule(p, schedule, target))
             parts = split_module(self.module, compile_jobs())     # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted

@@ -320,13 +320,20 @@ def _uniform(GL, loc: int, t, value):
 
 
 def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: bool = False,
-           shared_bytes: int | None = None):
+           shared_bytes: int | None = None, shaders: dict | None = None):
     """Run `kernel` (an hdsl.ir.kernel.Kernel) over `grid` work groups (x first): each buffer
     argument from `buffers` (name -> DeviceBuffer, copied in if the host is newer), each scalar
     from `scalars` (name -> value); buffers the kernel writes become device-dirty."""
     from hdsl.codegen.glsl import compile_kernel
     ctx = context()
-    gk = compile_kernel(kernel, fast_math, threads, shared_bytes)
+    key = (id(kernel), threads, shared_bytes, fast_math)
+    hit = shaders.get(key) if shaders is not None else None
+    if hit is not None and hit[0] is kernel:
+        gk = hit[1]
+    else:
+        gk = compile_kernel(kernel, fast_math, threads, shared_bytes)
+        if shaders is not None:
+            shaders[key] = (kernel, gk)      # (the kernel kept alive: its id stays its own)
     sizes = gk.group_size
     n_threads = sizes[0] * sizes[1] * sizes[2]
     if n_threads > ctx.max_group_invocations or any(s > m for s, m in zip(sizes, ctx.max_group_size)):
@@ -380,9 +387,10 @@ class OpenGLDevice(Device):
         self.handles: set[int] = set()
         self._kernels = None            # () -> {name: Kernel}
         self.kernels: dict = {}
+        self.shaders: dict = {}         # the generated shaders, by kernel and launch sizes
 
     def use_kernels(self, kernels_fn) -> None:
-        if kernels_fn is not self._kernels:
+        if kernels_fn != self._kernels:     # (a bound method: equal, not identical, each call)
             self._kernels, self.kernels = kernels_fn, {}
 
     def malloc(self, nbytes: int) -> int:
@@ -418,7 +426,7 @@ class OpenGLDevice(Device):
                 scalars[a.name] = raw.view(a.type.dtype if not a.type.is_bool() else np.uint8)[0]
         buffers = {a.name: _Handle(int(slot)) for a, slot in zip(k.args, args) if a.kind == "buffer"}
         launch(k, grid, buffers, scalars, threads=tuple(int(t) for t in threads[:max(1, len(k.threads))]),
-               shared_bytes=int(shared_bytes))
+               shared_bytes=int(shared_bytes), shaders=self.shaders)
 
     def release(self) -> None:
         for h in list(self.handles):

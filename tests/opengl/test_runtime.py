@@ -3,6 +3,7 @@ or a kernel can give."""
 import numpy as np
 import pytest
 
+import hdsl
 from hdsl.codegen.glsl import GlslUnsupported, kernel_source
 from hdsl.ir.expr import BinOp, Const, Intrinsic, Var
 from hdsl.ir.kernel import Kernel, KernelArg
@@ -75,3 +76,33 @@ def test_work_groups_beyond_the_limit_are_refused(gl):
     big = k.with_body(k.body, threads=(Const(I32, gl.max_group_invocations * 2),))
     with pytest.raises(opengl.HdslError, match="more than this OpenGL allows"):
         opengl.run_kernel(big, (1,), {"buf": np.zeros(4096, np.int32)})
+
+
+WIDE = """pipeline wide
+
+input  img: u16[2]
+output out: u16[2]
+
+algorithm {
+    big(x, y) = i64(img(x, y)) * 3
+    out(x, y) = u16(big(x, y) / 2)
+}
+
+schedule opengl {
+    out.gpu_tile(x, y, xi, yi, 16, 16)
+    big.compute_at(out, x).gpu_threads(x, y)
+}
+"""
+
+
+def test_what_glsl_cannot_do_is_an_error_at_the_func_before_running(gl, tmp_path):
+    """An i64 Func computed in a kernel: refused when compiled, at its definition (line 7)."""
+    path = tmp_path / "wide.hl"
+    path.write_text(WIDE)
+    p = hdsl.load(path)
+    with pytest.raises(opengl.HdslError) as e:
+        p.compile("opengl", use_cache=False)
+    d = e.value.diagnostics[0]
+    assert (d.span.line, d.span.col) == (7, 5)
+    assert d.message == ("'big' runs on OpenGL: kernel 'kernel_out_0' computes with i64, and OpenGL's GLSL "
+                         "has no 64-bit integers")
