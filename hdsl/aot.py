@@ -23,7 +23,9 @@ from hdsl.ir.func import Pipeline
 
 # the thread pool runtime's functions the generated code calls (renamed NAME__f in an object)
 RUNTIME_FUNCTIONS = ("parallel_for", "num_threads", "malloc", "free")
-EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html", "glsl")
+EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html", "ptx", "glsl")
+# a cuda target's files: its kernels' PTX (one file, every kernel) and the loop nest
+CUDA_EMIT_KINDS = ("ptx", "stmt", "html")
 
 
 def _run(cmd: list[str], what: str):
@@ -62,16 +64,27 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
             raise HdslError(f"--emit {wrong[0]} is not made for target 'opengl': its code is GLSL shaders, "
                             "compiled by the OpenGL driver when the pipeline runs", None,
                             "use --emit glsl (the shaders) or --emit stmt (the loop nest)")
-    elif "glsl" in emit:
+        return _write_staged(out_dir, name or c_name(p), lambda stage, nm: _glsl_into(p, stage, schedule, emit, nm))
+    if "glsl" in emit:
         raise HdslError(f"--emit glsl is made for target 'opengl' only (not '{tgt.name}')", None,
                         "add --target opengl")
-    if tgt.arch == "opengl":
-        return _write_staged(out_dir, name or c_name(p), lambda stage, nm: _glsl_into(p, stage, schedule, emit, nm))
-    if tgt.is_gpu:
+    if tgt.device == "cuda":
+        other = [k for k in emit if k not in CUDA_EMIT_KINDS]
+        if other:
+            raise HdslError(f"hdsl compile makes no '{other[0]}' file for GPU target '{tgt.name}' yet", None,
+                            "for a cuda target, --emit takes " + ", ".join(CUDA_EMIT_KINDS)
+                            + " (the kernels' PTX and the loop nest); `hdsl run --target cuda` runs the pipeline")
+    elif tgt.is_gpu:
         raise HdslError(f"hdsl compile makes no code for GPU target '{tgt.name}' yet", None,
                         "`hdsl run --target cuda-emulate` runs GPU schedules on the CPU; "
                         "compile for " + ", ".join(native))
+    elif "ptx" in emit:
+        raise HdslError("--emit ptx needs a cuda target", None,
+                        "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
     fast_math, base_target = tgt.fast_math, tgt.cpu
+    if tgt.device == "cuda":
+        return _write_staged(out_dir, name or c_name(p),
+                             lambda stage, nm: _compile_cuda_into(p, stage, tgt, schedule, emit, nm))
     return _write_staged(out_dir, name or c_name(p),
                          lambda stage, nm: _compile_into(p, stage, base_target, fast_math, schedule, emit, nm))
 
@@ -202,6 +215,31 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         if "so" in emit:
             written["so"] = out / f"lib{name}.so"
             _run([cc, "-shared", "-o", str(written["so"]), str(obj), "-lm", "-pthread"], "link the shared library")
+    return written
+
+
+def _compile_cuda_into(p: Pipeline, out: Path, tgt, schedule: str | None, emit: tuple[str, ...],
+                       name: str) -> dict[str, Path]:
+    """A cuda target's files: NAME.ptx holds every kernel the pipeline launches (for the
+    target's sm, as the cuda runtime loads it), NAME.stmt / NAME.html the loop nest with
+    its kernels (their launch bounds and shared memory)."""
+    from hdsl.ir.expr import no_collection
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    from hdsl.runtime.cuda import device_code
+    with no_collection():
+        low = lower(p, schedule, tgt)
+        code = device_code(low.stmt, tgt, f"{name}_kernels") if "ptx" in emit else None
+    written: dict[str, Path] = {}
+    if code is not None:
+        written["ptx"] = out / f"{name}.ptx"
+        written["ptx"].write_text(code.ptx)
+    if "stmt" in emit:
+        written["stmt"] = out / f"{name}.stmt"
+        written["stmt"].write_text(stmt_str(low.stmt))
+    if "html" in emit:
+        written["html"] = out / f"{name}.html"
+        written["html"].write_text(stmt_html(p, stmt_str(low.stmt), name))
     return written
 
 

@@ -301,6 +301,13 @@ def cmd_lower(args) -> int:
     from hdsl.target import parse_target
     target = parse_target(args.target)
     p = hdsl.load(args.file)
+    if args.emit == "ptx":
+        if target.device != "cuda":
+            raise HdslError("--emit ptx needs a cuda target", None,
+                            "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
+        from hdsl.runtime.cuda import device_code
+        print(device_code(lower(p.ir, args.schedule, target, shift_outputs=args.shifted).stmt, target).ptx, end="")
+        return 0
     if args.emit in ("llvm", "asm"):
         from hdsl.codegen.cpu import generate
         low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
@@ -334,7 +341,9 @@ def cmd_compile(args) -> int:
     from hdsl.aot import compile_to_files
     p = hdsl.load(args.file)
     from hdsl.target import parse_target
-    kinds = args.emit if args.emit is not None else ("glsl" if parse_target(args.target).arch == "opengl" else "o,h")
+    tgt = parse_target(args.target)
+    kinds = args.emit if args.emit is not None else \
+        ("ptx" if tgt.device == "cuda" else "glsl" if tgt.arch == "opengl" else "o,h")
     emit = tuple(k.strip() for k in kinds.split(",") if k.strip())
     written = compile_to_files(p.ir, args.o, args.target, args.schedule, emit)
     for kind in emit:
@@ -395,7 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--schedule", metavar="NAME", help="the schedule block to use (default: the unnamed one)")
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
     co.add_argument("--emit", default=None, metavar="KINDS",
-                    help="comma-separated: o,so,h,ll,s,stmt,html (default o,h); glsl for --target opengl (its default)")
+                    help="comma-separated: o,so,h,ll,s,stmt,html (default o,h); for a cuda target ptx,stmt,html "
+                         "(default ptx: every kernel in one PTX file); for opengl glsl,stmt (default glsl)")
     co.set_defaults(fn=cmd_compile)
     be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
     be.add_argument("file", metavar="FILE", help="the .hl program")
@@ -421,8 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
     lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
                     help="print the loop nest after every pass (N >= 2: with timings)")
-    lo.add_argument("--emit", choices=["stmt", "llvm", "asm"], default="stmt",
-                    help="stmt: the loop nest (default); llvm: LLVM IR; asm: assembly")
+    lo.add_argument("--emit", choices=["stmt", "llvm", "asm", "ptx"], default="stmt",
+                    help="stmt: the loop nest (default; a GPU target's with its kernels, their launch bounds "
+                         "and shared memory); llvm: LLVM IR; asm: assembly; ptx: a cuda target's kernels")
     lo.set_defaults(fn=cmd_lower)
     ls = sub.add_parser("lsp", help="run the language server on stdin/stdout (for editors; needs pygls: "
                                     "pip install 'hdsl[lsp]')")

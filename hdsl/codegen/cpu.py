@@ -200,16 +200,7 @@ class CodeGenCPU(CodeGenLLVM):
         free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
         types = [st.syms[n][0].type for n in free]
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
-        # in the entry block: an alloca inside a loop would grow the stack every iteration.
-        # (When b itself is still in the entry block it allocates there: llvmlite builders
-        # insert at an index, so a second builder inserting in b's block would move b's
-        # insertion point behind the block's terminator.)
-        if b.block is st.fn.entry_basic_block:
-            closure = b.alloca(closure_t)
-        else:
-            entry = ir.IRBuilder(st.fn.entry_basic_block)
-            entry.position_at_start(st.fn.entry_basic_block)
-            closure = entry.alloca(closure_t)
+        closure = self.entry_alloca(st, closure_t)
         for k, n in enumerate(free):
             b.store(st.syms[n][0], b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
         self.n_tasks += 1
@@ -564,34 +555,9 @@ class CodeGenCPU(CodeGenLLVM):
             out = b.insert_element(out, one([b.extract_element(a, lane) for a in args]), lane)
         return out
 
-    def print_call(self, st: _Fn, e: Intrinsic, args):
-        b = st.b
-        fmt, vals = [], []
-
-        def add(v, t):
-            if t.is_float():
-                # the evaluator's (and Halide's runtime) format: f64 in scientific notation,
-                # narrower floats with six decimals (hdsl/interp/evaluate.py: _fmt)
-                fmt.append("%e" if t.bits == 64 else "%f")
-                vals.append(b.fpext(v, ir.DoubleType()) if t.bits < 64 else v)
-            elif t.is_bool():
-                fmt.append("%s")
-                # (the two strings' arrays differ in length: select between pointers to their first bytes)
-                first = [ir.Constant(I32T, 0)] * 2
-                vals.append(b.select(v, self._cstr("true").gep(first), self._cstr("false").gep(first)))
-            else:
-                fmt.append("%lld" if t.is_int() else "%llu")
-                vals.append(self._widen(st, v, t))
-        add(args[0], e.args[0].type)
-        j = 1
-        for piece in e.extra:
-            if piece is None:
-                add(args[j], e.args[j].type)
-                j += 1
-            else:
-                fmt.append(piece.replace("%", "%%"))
+    def emit_print(self, st: _Fn, fmt: str, vals: list):
         printf = self.decl("printf", I32T, [PTR], var_arg=True)
-        b.call(printf, [self._cstr(" ".join(fmt) + "\n")] + vals)
+        st.b.call(printf, [self._cstr(fmt)] + vals)
 
 
 def _data_dependent(e: Expr) -> bool:

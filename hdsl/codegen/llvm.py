@@ -15,7 +15,8 @@ it (Halide's CodeGen_X86 / CodeGen_PTX_Dev over CodeGen_LLVM) and overrides the 
   range check here; x86's cvttps2dq on the CPU);
 - `math_call(st, name, args, t)`: exp, log, sin, …, pow, atan2 (libm on the CPU, libdevice
   on NVPTX);
-- `print_call(st, e, args)`, `allocate(st, s)` (an Allocate with its body) and
+- `emit_print(st, fmt, vals)` (printf; print_call makes the line), `allocate(st, s)` (an
+  Allocate with its body) and
   `fail(st, code, info)` (an Assert that does not hold: report the error and leave).
 
 The CPU subclass (host calling convention, thread pool, x86 vector strategy) is
@@ -228,9 +229,51 @@ class CodeGenLLVM:
     def math_call(self, st: _Fn, name: str, args, t: Type):
         raise InternalError(f"codegen: {type(self).__name__} has no math function {name}")
 
-    def print_call(self, st: _Fn, e: Intrinsic, args):
+    def emit_print(self, st: _Fn, fmt: str, vals: list):
+        """printf(fmt, vals…): each value a double, an i64 or a string pointer."""
         raise InternalError(f"codegen: {type(self).__name__} cannot print")
 
+    def print_call(self, st: _Fn, e: Intrinsic, args):
+        """`print(e, …)`: the line as the evaluator prints it, through emit_print."""
+        b = st.b
+        fmt, vals = [], []
+
+        def add(v, t):
+            if t.is_float():
+                # the evaluator's (and Halide's runtime) format: f64 in scientific notation,
+                # narrower floats with six decimals (hdsl/interp/evaluate.py: _fmt)
+                fmt.append("%e" if t.bits == 64 else "%f")
+                vals.append(b.fpext(v, ir.DoubleType()) if t.bits < 64 else v)
+            elif t.is_bool():
+                fmt.append("%s")
+                # (the two strings' arrays differ in length: select between pointers to their first bytes)
+                first = [ir.Constant(I32T, 0)] * 2
+                vals.append(b.select(v, self._cstr("true").gep(first), self._cstr("false").gep(first)))
+            else:
+                fmt.append("%lld" if t.is_int() else "%llu")
+                vals.append(self._widen(st, v, t))
+        add(args[0], e.args[0].type)
+        j = 1
+        for piece in e.extra:
+            if piece is None:
+                add(args[j], e.args[j].type)
+                j += 1
+            else:
+                fmt.append(piece.replace("%", "%%"))
+        self.emit_print(st, " ".join(fmt) + "\n", vals)
+
+
+    def entry_alloca(self, st: _Fn, t: ir.Type, size: int | None = None):
+        """An alloca in the function's entry block (one inside a loop would grow the stack every
+        iteration). When st.b itself is still in the entry block it allocates there: llvmlite
+        builders insert at an index, so a second builder inserting in b's block would move b's
+        insertion point behind the block's terminator."""
+        n = None if size is None else ir.Constant(I32T, size)
+        if st.b.block is st.fn.entry_basic_block:
+            return st.b.alloca(t, size=n)
+        entry = ir.IRBuilder(st.fn.entry_basic_block)
+        entry.position_at_start(st.fn.entry_basic_block)
+        return entry.alloca(t, size=n)
 
     def buffer_ptr(self, st: _Fn, name: str):
         v = st.syms.get(name)

@@ -10,9 +10,12 @@ Four passes (their places in lower.py's PASSES):
   block loop needs its own gpu_threads, else every thread would run its loops).
 - `gpu_memory`, after flatten: the storage of a Func computed inside a kernel is
   "gpu_shared" at block level (one allocation per block) and "gpu_local" inside a
-  thread loop; a GpuBarrier separates sibling thread-loop nests of a block (a producer's
-  nest and its consumers'), and ends each iteration of a serial loop at block level
-  whose body holds thread loops (the next iteration rewrites what this one read).
+  thread loop; code at block level outside any thread loop (a Func computed at a block
+  loop without gpu_threads of its own) runs in one thread, in a thread loop of extent 1
+  (Halide's gpu_single_thread); a GpuBarrier separates sibling thread-loop nests of a
+  block (a producer's nest and its consumers'), and ends each iteration of a serial loop
+  at block level whose body holds thread loops (the next iteration rewrites what this
+  one read).
 - `outline_kernels`, last, for a GPU target: each outermost gpu_block loop nest
   becomes a Kernel (hdsl/ir/kernel.py) and a LaunchKernel on the target's device. Its
   args come from the closure analysis parallel-loop outlining shares
@@ -30,6 +33,8 @@ outer y (1), then z (2); likewise thread loops.
 """
 from __future__ import annotations
 
+import re
+
 from hdsl.diagnostics import HdslError
 from hdsl.ir.closure import mentioned
 from hdsl.ir.expr import BinOp, Const, Expr, Var, free_vars, substitute
@@ -37,7 +42,7 @@ from hdsl.ir.func import Schedule
 from hdsl.ir.kernel import Kernel, KernelArg
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Allocate, Block, DeviceSync, For, GpuBarrier, LaunchKernel, LetStmt,
-                          Provide, Stmt, block, children, own_exprs, with_children)
+                          Stmt, block, children, own_exprs, with_children)
 from hdsl.ir.types import I32, I64
 from hdsl.lower.symbolic import expr_bounds
 
@@ -53,6 +58,11 @@ def _loop_parts(var: str) -> tuple[str, str]:
     head, _, dim = base.rpartition(".")
     func = head.rsplit(".s", 1)[0] if ".s" in head else head
     return func, dim
+
+
+def _pretty(var: str) -> str:
+    func, dim = _loop_parts(var)
+    return f"'{dim}' of '{func}'"
 
 
 def _directive(sched: Schedule | None, var: str, names=GPU_DIRECTIVES):
@@ -77,62 +87,51 @@ def _error(msg: str, sched, var: str, hint: str, names=GPU_DIRECTIVES) -> HdslEr
     return HdslError(msg, d.span if d is not None else None, hint)
 
 
-def _func_directive(sched: Schedule | None, func) -> object:
-    if sched is None:
-        return None
-    for d in sched.directives.get(id(func), []):
-        if d.name in ("compute_at", "store_at"):
-            return d
-    ds = sched.directives.get(id(func), [])
-    return ds[0] if ds else None
-
-
 def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
     """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
 
     def visit(s: Stmt, blocks: int, threads: int, cpu: str | None, thread_size: int, kernel_has_threads: bool,
-              top_block: str | None):
+              top_block: str | None, in_block_chain: bool = False):
         if isinstance(s, For):
             if s.kind == GPU_BLOCK:
                 if threads:
-                    raise _error(f"GPU block loop '{s.var}' is inside a GPU thread loop", sched, s.var,
+                    raise _error(f"GPU block loop {_pretty(s.var)} is inside a GPU thread loop", sched, s.var,
                                  "mark the outer loops gpu_blocks and the inner ones gpu_threads")
                 if cpu is not None:
-                    raise _error(f"GPU loop '{s.var}' is inside a {cpu} loop", sched, s.var,
+                    raise _error(f"GPU loop {_pretty(s.var)} is inside a {cpu} loop", sched, s.var,
                                  "a kernel is launched from the host: leave the loops around it serial")
+                if blocks and not in_block_chain:
+                    raise _error(f"GPU block loop {_pretty(s.var)} is inside the kernel of GPU block loop "
+                                 f"{_pretty(top_block)}", sched, s.var,
+                                 "a Func computed inside a kernel takes gpu_threads only, or compute it at the root")
                 if blocks >= MAX_GPU_DIMS:
-                    raise _error(f"more than {MAX_GPU_DIMS} GPU block dims at loop '{s.var}'", sched, s.var,
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU block dims at loop {_pretty(s.var)}", sched, s.var,
                                  "fuse loops first (fuse(x, y, xy)), or keep some serial")
                 if blocks == 0:
                     kernel_has_threads = _has_kind(s.body, GPU_THREAD)
                     top_block = s.var
-                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block)
+                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True)
             if s.kind == GPU_THREAD:
                 if not blocks:
-                    raise _error(f"GPU thread loop '{s.var}' is not inside a GPU block loop", sched, s.var,
+                    raise _error(f"GPU thread loop {_pretty(s.var)} is not inside a GPU block loop", sched, s.var,
                                  "mark an outer loop gpu_blocks (gpu_tile does both)")
                 if threads >= MAX_GPU_DIMS:
-                    raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop '{s.var}'", sched, s.var,
-                                 "fuse loops first (fuse(x, y, xy)), or keep some serial")
+                    raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop {_pretty(s.var)}", sched,
+                                 s.var, "fuse loops first (fuse(x, y, xy)), or keep some serial")
                 n = _const(s.extent)
                 size = thread_size * n if n is not None else thread_size
                 if n is not None and size > MAX_THREADS:
-                    raise _error(f"a GPU block of {size} threads (at loop '{s.var}'): at most {MAX_THREADS} "
+                    raise _error(f"a GPU block of {size} threads (at loop {_pretty(s.var)}): at most {MAX_THREADS} "
                                  "threads per block", sched, s.var, "use smaller tiles")
                 return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
             if s.kind in ("parallel", "vectorized", "unrolled") and _has_kind(s.body, GPU_BLOCK):
                 inner = _first_of_kind(s.body, GPU_BLOCK)
-                raise _error(f"GPU loop '{inner}' is inside {s.kind} loop '{s.var}'", sched, inner,
+                raise _error(f"GPU loop {_pretty(inner)} is inside {s.kind} loop {_pretty(s.var)}", sched, inner,
                              "a kernel is launched from the host: leave the loops around it serial")
-        if isinstance(s, Provide) and blocks and not threads and kernel_has_threads:
-            d = _func_directive(sched, s.func)
-            raise HdslError(f"'{s.func.name}' is computed inside GPU block loop '{top_block}' but outside its "
-                            "thread loops: every thread of the block would compute it",
-                            d.span if d is not None else None,
-                            f"give '{s.func.name}' thread loops too (e.g. {s.func.name}.gpu_threads(...)), or "
-                            "compute it at a thread loop")
         for k in children(s):
-            visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block)
+            # (lets may lie between the block loops of one nest)
+            visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block,
+                  in_block_chain and isinstance(s, LetStmt))
     visit(stmt, 0, 0, None, 1, False, None)
     return stmt
 
@@ -140,6 +139,11 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
 def _const(e: Expr) -> int | None:
     e = simplify(e)
     return int(e.value) if isinstance(e, Const) else None
+
+
+def _stores(s: Stmt) -> bool:
+    from hdsl.ir.stmt import Store
+    return isinstance(s, Store) or any(_stores(k) for k in children(s))
 
 
 def _has_kind(s: Stmt, kind: str) -> bool:
@@ -160,7 +164,14 @@ def _first_of_kind(s: Stmt, kind: str) -> str | None:
 def gpu_memory(stmt: Stmt) -> Stmt:
     """Allocate.memory inside kernels, and barriers between thread-loop nests of a block."""
 
+    singles = [0]
+
     def visit(s: Stmt, where: str) -> Stmt:
+        if where == "block" and _stores(s) and not _has_kind(s, GPU_THREAD) and \
+                not (isinstance(s, For) and s.kind == GPU_BLOCK):
+            singles[0] += 1
+            return For(f"gpu.single_thread.{singles[0]}", Const(I32, 0), Const(I32, 1), GPU_THREAD,
+                       visit(s, "thread"))
         if isinstance(s, For):
             inner = {GPU_BLOCK: "block", GPU_THREAD: "thread"}.get(s.kind, where)
             body = visit(s.body, inner)
@@ -260,7 +271,7 @@ def _launch(loop: For, scope: frozenset, device: str, counter: list) -> LaunchKe
         t = next((n.type for e in (*threads, shared_bytes) for n in _vars(e) if n.name == name), I32)
         args.append(KernelArg(name, t, "scalar"))
     counter[0] += 1
-    name = f"kernel_{_loop_parts(loop.var)[0].replace('.', '_')}_{counter[0] - 1}"
+    name = "kernel_" + re.sub(r"\W", "_", _loop_parts(loop.var)[0]) + f"_{counter[0] - 1}"   # (a C/PTX name)
     kernel = Kernel(name, tuple(args), loop, tuple(threads), shared_bytes)
     return LaunchKernel(kernel, device, grid)
 
@@ -304,13 +315,30 @@ def _upper(e: Expr, lets, ranges, scope, extra: set, t=I32) -> Expr:
         extra |= set(free_vars(e))
         return e
     sc = {v: r for v, r in ranges.items() if v not in scope}
-    _, hi = expr_bounds(e, sc)
-    if hi is not None:
-        hi = simplify(hi if hi.type == t else BinOp("+", Const(t, 0), _cast(hi, t), t))
+    hi = _symbolic_upper(e, sc)
     if hi is None or not free_vars(hi) <= scope:
         raise HdslError("cannot bound a GPU kernel's thread count or shared memory from the host", None,
                         "use constant tile sizes (gpu_tile(x, y, xi, yi, 16, 16)) for the thread loops")
     extra |= set(free_vars(hi))
+    return simplify(hi)
+
+
+def _symbolic_upper(e: Expr, scope: dict) -> Expr | None:
+    """An upper bound of e over the loop variables' ranges (symbolic.expr_bounds, which
+    bounds i32 expressions): an i64 size, a product of non-negative extents cast from i32,
+    is bounded factor by factor."""
+    from hdsl.ir.expr import Cast
+    if e.type == I64:
+        if isinstance(e, BinOp) and e.op == "*":
+            a, b = _symbolic_upper(e.a, scope), _symbolic_upper(e.b, scope)
+            return None if a is None or b is None else BinOp("*", a, b, I64)
+        if isinstance(e, Cast) and e.value.type == I32:
+            hi = _symbolic_upper(e.value, scope)
+            return None if hi is None else Cast(I64, BinOp("max", hi, Const(I32, 0), I32))
+        if isinstance(e, Const):
+            return e
+        return None
+    _, hi = expr_bounds(e, scope)
     return hi
 
 
@@ -340,7 +368,7 @@ def _cancel_mins(e: Expr) -> Expr:
 
 def _cancel_sum(e: Expr) -> Expr:
     """Replace `min(a, m) - min(b, m)` (likewise max) in a sum by an upper bound of it,
-    `max(a - b, 0)`, when that is a constant: a clamped tile's extent."""
+    `max(a - b, 0)`, when a - b has a constant one: a clamped tile's extent."""
     if not (isinstance(e, BinOp) and e.op in ("+", "-")):
         return e
     terms: list = []
@@ -356,10 +384,10 @@ def _cancel_sum(e: Expr) -> Expr:
             for a, m, b, m2 in ((ti.a, ti.b, tj.a, tj.b), (ti.b, ti.a, tj.b, tj.a), (ti.a, ti.b, tj.b, tj.a),
                                 (ti.b, ti.a, tj.a, tj.b)):
                 if m is m2 or _const(BinOp("-", m, m2, m.type)) == 0:
-                    d = simplify(BinOp("-", a, b, a.type))
-                    if isinstance(d, Const):
+                    hi = _const_upper(simplify(BinOp("-", a, b, a.type)))
+                    if hi is not None:
                         used[i] = used[j] = True
-                        out.append((1, Const(e.type, max(int(d.value), 0))))
+                        out.append((1, Const(e.type, max(hi, 0))))
                         break
             if used[i]:
                 break
@@ -413,6 +441,21 @@ def _loads(e: Expr):
     from hdsl.ir.expr import walk
     from hdsl.ir.stmt import Load
     return [n for n in walk(e) if isinstance(n, Load)]
+
+
+def _const_upper(e: Expr) -> int | None:
+    """A constant upper bound of e, where its shape gives one (a tile's clamped extent
+    `min(7, max(n, 0))`): constants, min (either side's), max and + (both sides')."""
+    if isinstance(e, Const) and not e.type.is_float():
+        return int(e.value)
+    if isinstance(e, BinOp) and e.op in ("min", "max", "+"):
+        a, b = _const_upper(e.a), _const_upper(e.b)
+        if e.op == "min":
+            return min(v for v in (a, b) if v is not None) if a is not None or b is not None else None
+        if a is None or b is None:
+            return None
+        return max(a, b) if e.op == "max" else a + b
+    return None
 
 
 def kernels_of(stmt: Stmt) -> list[LaunchKernel]:

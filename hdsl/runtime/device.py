@@ -77,10 +77,9 @@ class Device:
     def release(self) -> None:
         """Free what a call left allocated (its outputs are back on the host by then)."""
 
-    def use_kernels(self, kernels_fn) -> None:
-        """The next calls launch the kernels `kernels_fn()` returns ({name: Kernel}), for devices
-        that compile them themselves (OpenGL's shaders); the host-emulation device has its own
-        compiled with the host code and ignores this."""
+    def use(self, code) -> None:
+        """The device code of the compiled variant about to run (the cuda device's PTX module,
+        hdsl/runtime/cuda.py); the host-emulation device's kernels are in the host code."""
 
     # the C table
     def _guard(self, fn, fail=ERR_DEVICE):
@@ -168,6 +167,9 @@ DEVICES: dict[str, type] = {"host_emulate": HostEmulatedDevice}
 
 def device_for(name: str) -> Device:
     """A fresh Device object for a target's device ("host_emulate", "cuda", "opengl")."""
+    if name == "cuda" and name not in DEVICES:
+        from hdsl.runtime.cuda import CudaDevice        # (pycuda is imported when one is made)
+        DEVICES["cuda"] = CudaDevice
     cls = DEVICES.get(name)
     if cls is None and name == "opengl":
         from hdsl.runtime.opengl import OpenGLDevice     # (PyOpenGL only when asked for)

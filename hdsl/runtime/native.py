@@ -28,12 +28,12 @@ class _Variant:
         t0 = time.perf_counter()
         self.p, self.schedule, self.target, self.fast_math, self.name, self.shift = \
             p, schedule, target, target.fast_math, name, shift
-        self._lowered = self._module = None
-        self._kernels = None
+        self._lowered = self._module = self._device_code = None
         # (a GPU target's host code is compiled for target.cpu: "host" keys by this machine's CPU)
         key_target = target.name + (f"#cpu={target.cpu}" if target.is_gpu else "") + ("#shift" if shift else "")
         src_path = source_cache_path(p.source_key, schedule, key_target) if use_cache and p.source_key else None
         self.fn = CompiledFunction.from_object(src_path, name, target.cpu) if src_path is not None else None
+        self._device_code_path = src_path.with_suffix(".cuda") if src_path is not None else None
         if self.fn is not None:
             # compiled before from the same sources, schedule, target and compiler
             self.timings = {"lower": 0.0, "llvm": time.perf_counter() - t0, "cached": True}
@@ -51,6 +51,8 @@ class _Variant:
         if shift:
             from hdsl.lower.loops import check_shifted
             check_shifted(self.lowered.shifted, p, schedule, target)
+        if target.device in ("cuda", "opengl"):
+            self.device_code     # (the kernels' PTX or IR, while the lowered loop nest is at hand)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
@@ -88,12 +90,19 @@ class _Variant:
     def llvm_ir(self) -> str:
         return str(self.module)
 
-    def kernels(self) -> dict:
-        """{name: Kernel} of this variant's launches (lowered again after a cached compile)."""
-        if self._kernels is None:
+    @property
+    def device_code(self):
+        """The device code of the variant: the cuda device's PTX module (hdsl/runtime/cuda.py),
+        the opengl device's kernels ({name: Kernel}, from the lowered loop nest: lowered again
+        after a cached compile; their shaders are made at launch, for the launch's sizes), None
+        for other targets."""
+        if self._device_code is None and self.target.device == "cuda":
+            from hdsl.runtime.cuda import cached_device_code
+            self._device_code = cached_device_code(self, self._device_code_path)
+        elif self._device_code is None and self.target.device == "opengl":
             from hdsl.lower.gpu import kernels_of
-            self._kernels = {lk.kernel.name: lk.kernel for lk in kernels_of(self.lowered.stmt)}
-        return self._kernels
+            self._device_code = {lk.kernel.name: lk.kernel for lk in kernels_of(self.lowered.stmt)}
+        return self._device_code
 
 
 class NativePipeline:
@@ -175,13 +184,14 @@ class NativePipeline:
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
-        variant = self.variant(sizes)
         if self.device is not None:
             # GPU pipelines take the device table after the outputs (runtime/device.py)
-            self.device.use_kernels(variant.kernels)
             table = self.device.table()
             ptrs.append(ctypes.addressof(table))
             self.device.error = None
+        variant = self.variant(sizes)
+        if self.device is not None:
+            self.device.use(variant.device_code)
         try:
             code, info = variant.fn(ptrs)
         finally:

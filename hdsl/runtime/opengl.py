@@ -377,7 +377,7 @@ def run_kernel(kernel, grid, arrays: dict, scalars: dict | None = None, threads=
 class OpenGLDevice(Device):
     """The "opengl" device of the device-interface table: buffers are shader storage buffers,
     a launch runs the kernel's compute shader (compiled once per block size and context).
-    The kernels come from the compiled pipeline (`use_kernels`, before each call)."""
+    The kernels come from the compiled variant about to run (`use`, before each call)."""
 
     name = "opengl"
 
@@ -385,13 +385,11 @@ class OpenGLDevice(Device):
         super().__init__()
         self.ctx = context()            # (no usable OpenGL: OpenGLUnavailable, before any compiling)
         self.handles: set[int] = set()
-        self._kernels = None            # () -> {name: Kernel}
-        self.kernels: dict = {}
+        self.kernels: dict = {}         # {name: Kernel} of the variant about to run
         self.shaders: dict = {}         # the generated shaders, by kernel and launch sizes
 
-    def use_kernels(self, kernels_fn) -> None:
-        if kernels_fn != self._kernels:     # (a bound method: equal, not identical, each call)
-            self._kernels, self.kernels = kernels_fn, {}
+    def use(self, code) -> None:
+        self.kernels = code
 
     def malloc(self, nbytes: int) -> int:
         with self.ctx.use() as GL:
@@ -414,10 +412,6 @@ class OpenGLDevice(Device):
             _download(GL, host, handle, nbytes)
 
     def launch(self, kernel, host_fn, grid, threads, shared_bytes, args) -> None:
-        if not self.kernels:
-            if self._kernels is None:
-                raise RuntimeError("the OpenGL device was given no kernels")
-            self.kernels = self._kernels()
         k = self.kernels[kernel]
         scalars = {}
         for a, slot in zip(k.args, args):

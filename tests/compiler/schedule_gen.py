@@ -35,9 +35,16 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
   on a Func that reads an output (its region would widen), nor on a producer of a Func
   already given the box (the box plus its consumer's stencil would not fit in it); the
   caller gives no box for pipelines that read inputs without a boundary condition.
-- GPU directives (gpu_blocks, gpu_threads, gpu_tile) only when asked for (`gpu=True`):
-  until a GPU back end exists the CPU target refuses them at the directive (issue 14
-  item 4), which is what such schedules are generated to check.
+- GPU directives (gpu_blocks, gpu_threads, gpu_tile) only when asked for: `gpu=True`
+  puts them anywhere (schedules the CPU target must refuse at the directive, issue 14
+  item 4); `gpu_valid=True` makes schedules a GPU target runs (checked under cuda-emulate):
+  the output and some root Funcs get gpu_tile (1-D or 2-D) or gpu_blocks + gpu_threads on
+  their pure stage (updates stay on the host); a Func computed at a GPU Func's innermost
+  block loop (no updates) lives in shared memory and mostly gets gpu_threads of its own
+  (else one thread of the block computes it), one
+  computed at or inside a thread loop is per thread; nothing is computed between block and
+  thread loops; no parallel, vectorize or unroll (a kernel may not lie inside them), no
+  rfactor, tile_iir or store_at.
 
 A `Chooser` makes every decision, so the same code serves Hypothesis (which
 then shrinks the schedule) and plain seeded `random` (for the repro helper).
@@ -264,6 +271,57 @@ class Stage:
         else:
             self.lines.append(f"{kind}({', '.join(ch.subset_permutation(names, ch.int(1, min(2, len(names)))))})")
 
+    def gpu_valid(self, ch: Chooser) -> bool:
+        """A GPU mapping a GPU target runs: gpu_tile (2-D or 1-D), or gpu_blocks(a) and
+        gpu_threads(b) with b inside a; marks the loops gpu_block / gpu_thread."""
+        cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps]
+        if not cands:
+            return False
+        kind = ch.choice(["tile2", "tile1", "blocks_threads"] if len(cands) >= 2 else ["tile1"])
+        if kind == "tile2":
+            lx, ly = ch.subset_permutation(cands, 2)
+            w, h = self.factor(ch), self.factor(ch)
+            xi, yi = self.fresh(), self.fresh()
+            trial = list(self.loops)
+            for l, inner, n in ((lx, xi, w), (ly, yi, h)):
+                i = [t.name for t in trial].index(l.name)
+                trial[i:i + 1] = self._split_loops(l, l.name, inner, n)
+            trial = _reordered(trial, [xi, yi, lx.name, ly.name])
+            for t in trial:
+                if t.name in (xi, yi):
+                    t.kind = "gpu_thread"
+                elif t.name in (lx.name, ly.name):
+                    t.kind = "gpu_block"
+            self.loops = trial
+            self.lines.append(f"gpu_tile({lx.name}, {ly.name}, {xi}, {yi}, {w}, {h})")
+        elif kind == "tile1":
+            l = ch.choice(cands)
+            n = self.factor(ch)
+            inner = self.fresh()
+            i = self.find(l.name)
+            new = self._split_loops(l, l.name, inner, n)
+            new[0].kind, new[1].kind = "gpu_thread", "gpu_block"
+            self.loops[i:i + 1] = new
+            self.lines.append(f"gpu_tile({l.name}, {inner}, {n})")
+        else:
+            a, b = ch.subset_permutation(cands, 2)
+            if self.find(b.name) > self.find(a.name):
+                a, b = b, a               # (b, the threads, inside a, the blocks)
+            a.kind, b.kind = "gpu_block", "gpu_thread"
+            self.lines.append(f"gpu_blocks({a.name}).gpu_threads({b.name})")
+        return True
+
+    def threads_only(self, ch: Chooser) -> bool:
+        """gpu_threads on one or two pure loops (a Func computed at a block loop)."""
+        cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps]
+        if not cands:
+            return False
+        picked = ch.subset_permutation(cands, ch.int(1, min(2, len(cands))))
+        for l in picked:
+            l.kind = "gpu_thread"
+        self.lines.append(f"gpu_threads({', '.join(l.name for l in picked)})")
+        return True
+
     def random_directive(self, ch: Chooser, directives=DIRECTIVES) -> bool:
         what = ch.choice(directives)
         if what in ("vectorize", "unroll", "parallel"):
@@ -415,14 +473,36 @@ AVOIDABLE = {
 
 def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
              output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None,
-             gpu: bool = False) -> Generated:
+             gpu: bool = False, gpu_valid: bool = False) -> Generated:
     """A random valid schedule. `exclude` names directives (DIRECTIVES, "rfactor", "bound",
     "reorder_storage") or choices (AVOIDABLE) not to generate: only for hunting bugs past known
     ones, the tests exclude nothing. `output_sizes` (output name -> the size realized) and
     `bound_box` ((min, extent) for every dimension of an intermediate) allow `bound`; `gpu`
     adds GPU directives (the first materialised Func always gets one)."""
     out = Generated()
+    if gpu_valid:
+        exclude = tuple(exclude) + ("vectorize", "unroll", "parallel", "rfactor", "tile_iir", "store")
     directives = tuple(d for d in DIRECTIVES if d not in exclude)
+    # gpu_valid: where each materialised Func runs: "host", "block" (computed at a GPU Func's
+    # innermost block loop: its own thread loops) or "thread" (inside a thread loop)
+    ctx: dict[int, str] = {}
+
+    def site_ctx(G: Func, v: str) -> str | None:
+        """What a Func computed at loop v of G runs in (None: it may not be computed there)."""
+        if ctx.get(id(G)) == "thread":
+            return "thread"
+        loops = pure_loops(G)
+        kinds = [l.kind for l in loops]
+        i = index(G, v)
+        threads = [k for k, kind in enumerate(kinds) if kind == "gpu_thread"]
+        blocks = [k for k, kind in enumerate(kinds) if kind == "gpu_block"]
+        if threads and i <= max(threads):
+            return "thread"
+        if ctx.get(id(G)) == "block":
+            return None
+        if not blocks or i > max(blocks):
+            return "host"
+        return "block" if i == min(blocks) else None
     level: dict[int, Level] = {}
     stages: dict[int, list[Stage]] = {}       # the final loop lists of materialised Funcs
     rfactored: dict[int, set[int]] = {}       # id(Func) -> its stages (1 + update index) factored
@@ -495,6 +575,9 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 continue
             for l in pure_loops(G):
                 if l.nameable and all((g is G and s == {0}) or inside(g, G, l.name) for g, s in us):
+                    where = site_ctx(G, l.name) if gpu_valid else "host"
+                    if where is None or (where == "block" and (pi.info(f).has_updates or not f.args)):
+                        continue
                     sites.append((G, l.name))
         return sites
 
@@ -539,6 +622,7 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
             else:
                 lv = Level(kind)
         level[id(f)] = lv
+        ctx[id(f)] = site_ctx(lv.func, lv.var) if gpu_valid and lv.kind == "at" else "host"
         if inf.sname is None or lv.kind in ("inline", "innermost"):
             continue
         # stage directives
@@ -555,6 +639,12 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 st.random_directive(ch, directives)
             if gpu and st.index < 0 and (not stages or ch.bool(30)):
                 st.gpu(ch)
+            if gpu_valid and st.index < 0:
+                if ctx[id(f)] == "block":
+                    if ch.bool(70):       # (else one thread of the block computes it)
+                        st.threads_only(ch)
+                elif ctx[id(f)] == "host" and (inf.is_output or ch.bool(50)):
+                    st.gpu_valid(ch)
             if st.index >= 0 and "rfactor" not in exclude:
                 u = f.updates[st.index]
                 dims = rfactor_dims(f, u)

@@ -1,4 +1,4 @@
-"""Every corpus pipeline, compiled for the host, gives exactly the evaluator's
+"""Every corpus pipeline, compiled for HDSL_TEST_TARGET (default host; tests/targets.py), gives exactly the evaluator's
 values: with its default schedule and with no schedule at all (everything
 inlined, outputs at the root), on odd sizes, the tiniest sizes and sizes
 smaller than the schedule's split factors, and for each param set."""
@@ -10,6 +10,7 @@ import numpy as np
 
 import pytest
 
+from tests.targets import TARGET
 from compiler_corpus import CORPUS, SIZES, compare, load, make_args, names, reference, seed_of
 
 PLAIN = "\nschedule plain {\n}\n"
@@ -19,7 +20,7 @@ PLAIN = "\nschedule plain {\n}\n"
 def compiled(name: str, schedule: str | None):
     spec = CORPUS[name]
     p = load(spec, PLAIN)
-    return p, p.compile("host", schedule=schedule)
+    return p, p.compile(TARGET, schedule=schedule)
 
 
 def check(name, schedule, params_index):
@@ -81,5 +82,5 @@ def test_outputs_feeding_each_other(name, schedule):
         args, expected = reference(spec, w, h, seed_of(name, w, h))
         if name == "feed_chain":
             assert expected[1].tolist() == (args["img"] + np.uint8(1)).tolist()
-        compare(spec, p.compile("host", schedule="s").realize(spec.sizes(w, h), **args), expected,
+        compare(spec, p.compile(TARGET, schedule="s").realize(spec.sizes(w, h), **args), expected,
                 f"{name} {schedule!r} {w}x{h}: ")

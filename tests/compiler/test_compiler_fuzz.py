@@ -34,6 +34,7 @@ import hdsl
 from compiler_corpus import (CORPUS, KNOWN_FAILURES, compare, for_schedule, load, names,
                              reference as corpus_reference)
 from schedule_gen import DataChooser, PipelineInfo, generate
+from tests.targets import GPU_TARGET, TARGET, requires
 
 NOT_SUPPORTED = "not supported by the native compiler yet"
 # How many generated schedules may the native compiler refuse as "not supported"? None: the
@@ -58,15 +59,15 @@ def reference(name: str, w: int, h: int, seed: int, params_index: int):
     return corpus_reference(spec, w, h, seed, spec.params[params_index])
 
 
-def run_schedule(name: str, block: str, w: int, h: int, seed: int, params_index: int = 0):
-    """Compile `block` (a `schedule fuzz { ... }` block) and compare with the evaluator."""
+def run_schedule(name: str, block: str, w: int, h: int, seed: int, params_index: int = 0, target: str = TARGET):
+    """Compile `block` (a `schedule fuzz { ... }` block) for `target` and compare with the evaluator."""
     spec = CORPUS[name]
     try:
         p = load(spec, block)
     except hdsl.HdslError as e:
         raise AssertionError(f"schedule generator bug: hdsl rejects the schedule:\n{e}") from None
     try:
-        c = p.compile("host", schedule="fuzz")
+        c = p.compile(target, schedule="fuzz")
     except hdsl.HdslError as e:
         if NOT_SUPPORTED in str(e):
             not_supported.append(f"{name}: {str(e).splitlines()[0]}")
@@ -93,20 +94,23 @@ def bound_box(spec, w: int, h: int):
     return (-64, 64 + max(w, h, 256) + 729) if spec.bound_intermediates else None
 
 
-def fuzz_one(name: str, data) -> None:
+def fuzz_one(name: str, data, target: str = TARGET, gpu: bool = False) -> None:
+    """gpu: GPU schedules (schedule_gen's gpu_valid) for a GPU target (cuda-emulate: run by the
+    host-emulation device)."""
     spec = CORPUS[name]
     w = data.draw(st.integers(1, MAX_W), label="W")
     h = data.draw(st.integers(1, MAX_H), label="H")
     g = generate(pipeline_info(name), DataChooser(data), output_sizes=output_sizes(spec, w, h),
-                 bound_box=bound_box(spec, w, h))
+                 bound_box=bound_box(spec, w, h), gpu_valid=gpu)
     block = g.block("fuzz")
     seed = data.draw(st.integers(0, 3), label="seed")
     params_index = data.draw(st.integers(0, len(spec.params) - 1), label="params")
-    note(f"repro: {name} {w} {h} {seed} {params_index}  (params {spec.params[params_index]})\n{block}")
+    note(f"repro: {name} {w} {h} {seed} {params_index}  (params {spec.params[params_index]}, target {target})"
+         f"\n{block}")
     if os.environ.get("HDSL_FUZZ_ECHO"):
         # before running: a crash (SIGSEGV) of the compiled code loses Hypothesis's report
         print(f"repro: {name} {w} {h} {seed} {params_index}\n{block}", file=sys.stderr, flush=True)
-    run_schedule(name, block, w, h, seed, params_index)
+    run_schedule(name, block, w, h, seed, params_index, target)
 
 
 NAMES = sorted(CORPUS)
@@ -132,6 +136,25 @@ def test_random_schedules(name, data):
 @given(data=st.data())
 def test_random_schedules_slow(name, data):
     fuzz_one(name, data)
+
+
+# GPU schedules (gpu_tile, gpu_blocks + gpu_threads, Funcs computed at block and thread loops)
+# for GPU_TARGET (cuda-emulate in CI): 2 derandomized examples per pipeline, 30 random ones with -m slow
+@requires(GPU_TARGET)
+@pytest.mark.parametrize("name", names(FUZZ_KNOWN, strict=False))
+@settings(max_examples=2, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
+@given(data=st.data())
+def test_random_gpu_schedules(name, data):
+    fuzz_one(name, data, GPU_TARGET, gpu=True)
+
+
+@pytest.mark.slow
+@requires(GPU_TARGET)
+@pytest.mark.parametrize("name", names(FUZZ_KNOWN, strict=False))
+@settings(max_examples=30, **COMMON)
+@given(data=st.data())
+def test_random_gpu_schedules_slow(name, data):
+    fuzz_one(name, data, GPU_TARGET, gpu=True)
 
 
 def test_generator_is_valid():

@@ -1,0 +1,182 @@
+"""The "cuda" device (hdsl/runtime/device.py's table) with pycuda, and the device code a
+CUDA pipeline loads.
+
+NOT RUN BY THE TESTS: no machine the project's tests run on has an NVIDIA GPU, so the
+pycuda calls below (`_driver`, `CudaDevice`'s entry points) have never run; what the tests
+check is everything around them: the PTX (hdsl/codegen/ptx.py, assembled by ptxas), the
+argument packing (`pack_args`), the device code cache, and the one-sentence error where
+pycuda or a driver is missing. docs/gpu.md says so too.
+
+- Importing hdsl never imports pycuda: it is imported when a CudaDevice is made (by
+  `Pipeline.compile("cuda")`). Without pycuda, or without a driver or GPU, that raises an
+  HdslError of one sentence saying how to install the extra on a GPU machine.
+- One CUDA context per process (the device's primary context), made on first use and made
+  current in whichever thread calls the pipeline.
+- A pipeline's kernels are one PTX module (`DeviceCode`): made from the lowered pipeline,
+  kept in the compile cache next to the host object under the same key (sources,
+  schedule, target, compiler version), and loaded once per process per PTX text.
+- `launch` packs the 8-byte argument slots that generated host code fills (a buffer's
+  device pointer, a scalar's value at the slot's start) into the kernel's parameters by
+  their sizes, launches, and synchronizes, so that a failing kernel is reported by name.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdsl.diagnostics import HdslError
+from hdsl.runtime.device import Device
+
+NO_CUDA = ("the cuda target runs only on a machine with an NVIDIA GPU, its driver and pycuda ({why}); "
+           "there, install them with `pip install 'hdsl[cuda]'`, or run GPU schedules on this machine "
+           "with --target cuda-emulate")
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """A pipeline's kernels: one PTX module, and per kernel its parameters' sizes in bytes and
+    "dynamic_shared": None (static shared memory only) or the bytes of dynamic shared memory
+    it needs beyond the launch's shared_bytes (hdsl/codegen/ptx.py: dynamic_shared_slack)."""
+    ptx: str
+    kernels: dict           # name -> {"params": [bytes, ...], "dynamic_shared": bytes | None}
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"ptx": self.ptx, "kernels": self.kernels}).encode()
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "DeviceCode | None":
+        try:
+            d = json.loads(data.decode())
+            return DeviceCode(d["ptx"], d["kernels"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def device_code(stmt, target, name: str = "hdsl_kernels") -> DeviceCode:
+    """The PTX of every kernel a lowered pipeline launches, for the target's sm and fast_math."""
+    from hdsl.codegen.ptx import compile_ptx, dynamic_shared_slack, param_bytes
+    from hdsl.lower.gpu import kernels_of
+    kernels = [launch.kernel for launch in kernels_of(stmt)]
+    ptx = compile_ptx(kernels, sm=target.sm or 75, fast_math=target.fast_math, name=name)
+    return DeviceCode(ptx, {k.name: {"params": param_bytes(k), "dynamic_shared": dynamic_shared_slack(k)}
+                            for k in kernels})
+
+
+def cached_device_code(variant, cache_path) -> DeviceCode:
+    """device_code for a compiled variant (hdsl/runtime/native.py), kept in the compile cache at
+    `cache_path` (None: no cache), read from it where it is there."""
+    from hdsl.runtime.jit import cache_write, read_sealed
+    if cache_path is not None:
+        data = read_sealed(cache_path)
+        code = DeviceCode.from_bytes(data) if data is not None else None
+        if code is not None:
+            return code
+    code = device_code(variant.lowered.stmt, variant.target, variant.name + "_kernels")
+    cache_write(cache_path, code.to_bytes())
+    return code
+
+
+def pack_args(slots, sizes) -> list:
+    """The kernel's parameters from generated host code's 8-byte slots: each slot's first
+    `size` bytes (little-endian: a value stored in its own type at the slot's start), as a
+    NumPy scalar of that size, which pycuda passes by its bytes."""
+    out = []
+    for slot, size in zip(slots, sizes):
+        raw = np.array([int(slot) & (2 ** 64 - 1)], dtype="<u8").view(np.uint8)[:size]
+        out.append(raw.view({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[size])[0])
+    return out
+
+
+# ---------------------------------------------------------------- pycuda (needs a GPU)
+_state_lock = threading.Lock()
+_context = None
+_modules: dict[str, object] = {}          # sha256 of the PTX -> pycuda Module
+
+
+def _driver():
+    """pycuda.driver with the process's context current in this thread; an HdslError (one
+    sentence) where pycuda, the driver or a GPU is missing."""
+    global _context
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:           # (pycuda also fails to import where libcuda.so is missing)
+        raise HdslError(NO_CUDA.format(why=f"pycuda cannot be imported: {e}"), None) from None
+    with _state_lock:
+        if _context is None:
+            try:
+                cuda.init()
+                if cuda.Device.count() == 0:
+                    raise HdslError(NO_CUDA.format(why="the driver finds no GPU"), None)
+                _context = cuda.Device(0).retain_primary_context()
+            except cuda.Error as e:
+                raise HdslError(NO_CUDA.format(why=f"the CUDA driver failed: {e}"), None) from None
+    if cuda.Context.get_current() is None:
+        _context.push()
+    return cuda
+
+
+class CudaDevice(Device):
+    name = "cuda"
+
+    def __init__(self):
+        super().__init__()
+        self.cuda = _driver()
+        self.code: DeviceCode | None = None
+        self.module = None
+        self.allocations: dict[int, object] = {}
+
+    def use(self, code: DeviceCode) -> None:
+        """The kernels of the variant about to run (loaded once per process per PTX)."""
+        key = hashlib.sha256(code.ptx.encode()).hexdigest()
+        with _state_lock:
+            module = _modules.get(key)
+            if module is None:
+                self.cuda = _driver()
+                module = _modules[key] = self.cuda.module_from_buffer(code.ptx.encode() + b"\0")   # (NUL-ended PTX)
+        self.code, self.module = code, module
+
+    def malloc(self, nbytes: int) -> int:
+        _driver()
+        mem = self.cuda.mem_alloc(max(int(nbytes), 1))
+        self.allocations[int(mem)] = mem
+        return int(mem)
+
+    def free(self, handle: int) -> None:
+        mem = self.allocations.pop(handle, None)
+        if mem is not None:
+            mem.free()
+
+    def copy_to_device(self, handle: int, host: int, nbytes: int) -> None:
+        _driver()
+        self.cuda.memcpy_htod(handle, (ctypes.c_char * nbytes).from_address(host))
+
+    def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
+        _driver()
+        self.cuda.memcpy_dtoh((ctypes.c_char * nbytes).from_address(host), handle)
+
+    def launch(self, kernel: str, host_fn, grid, threads, shared_bytes: int, args) -> None:
+        if self.module is None or kernel not in self.code.kernels:
+            raise RuntimeError(f"kernel {kernel} is not in the loaded module")
+        cuda = _driver()
+        info = self.code.kernels[kernel]
+        fn = self.module.get_function(kernel)
+        # dynamic shared memory only for a kernel with gpu_shared allocations of run-time size
+        # (the others' are static .shared arrays): shared_bytes plus their offsets' rounding
+        slack = info["dynamic_shared"]
+        shared = 0 if slack is None else int(shared_bytes) + int(slack)
+        try:
+            fn(*pack_args(args, info["params"]), grid=tuple(int(g) for g in grid),
+               block=tuple(int(t) for t in threads), shared=shared)
+            cuda.Context.synchronize()
+        except cuda.Error as e:
+            raise RuntimeError(f"kernel {kernel} failed: {e}") from None
+
+    def release(self) -> None:
+        for mem in self.allocations.values():
+            mem.free()
+        self.allocations.clear()

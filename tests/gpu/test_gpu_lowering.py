@@ -1,0 +1,110 @@
+"""GPU lowering (hdsl/lower/gpu.py): loop kinds, shared/local memory, barriers, kernels and
+their launch bounds, and the nesting rules as errors at the directive. The rules follow
+Halide's (src/CanonicalizeGPUVars.cpp and src/FuseGPUThreadLoops.cpp: block loops outside
+thread loops, at most 3 of each, Funcs computed at a block loop in shared memory with a
+barrier between the producer's and the consumer's thread loops; a CUDA block has at most
+1024 threads, CUDA C Programming Guide, 'Thread Hierarchy')."""
+import pytest
+
+import hdsl
+from tests.gpu.programs import BLUR, with_cuda_schedule
+from hdsl.diagnostics import HdslError
+from hdsl.ir.printer import stmt_str
+from hdsl.ir.stmt import Allocate, For, GpuBarrier, children
+from hdsl.lower.gpu import kernels_of
+from hdsl.lower.lower import lower
+
+HEAD = BLUR
+
+
+def low(sched: str, target="cuda-emulate"):
+    return lower(hdsl.loads(with_cuda_schedule(HEAD, sched)).ir, "cuda", target)
+
+
+def nodes(s, kind):
+    out = [s] if isinstance(s, kind) else []
+    for k in children(s):
+        out += nodes(k, kind)
+    return out
+
+
+def test_a_func_computed_at_a_block_loop_is_in_shared_memory_behind_a_barrier():
+    lo = low("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x).gpu_threads(x, y)")
+    (launch,) = kernels_of(lo.stmt)
+    k = launch.kernel
+    assert launch.device == "host_emulate"
+    assert [a.memory for a in nodes(k.body, Allocate)] == ["gpu_shared"]
+    assert len(nodes(k.body, GpuBarrier)) == 1
+    kinds = [f.kind for f in nodes(k.body, For)]
+    assert kinds.count("gpu_block") == 2 and kinds.count("gpu_thread") == 4
+    # bx's tile is 16 x (8 + 2) (a row above and below): the block is as large as its largest
+    # thread loops, x first; shared memory 16 * 10 u16
+    assert [str(t) for t in map(stmt_str_expr, k.threads)] == ["16", "10"]
+    assert stmt_str_expr(k.shared_bytes) == "(i64)320"
+    assert {a.name: a.access for a in k.buffers()} == {"img": "r", "out": "w"}
+    assert all(a.kind == "scalar" for a in k.args if a.name not in ("img", "out"))
+
+
+def stmt_str_expr(e):
+    from hdsl.ir.printer import expr_str
+    return expr_str(e)
+
+
+def test_a_func_computed_at_a_thread_loop_is_local():
+    lo = low("out.gpu_tile(x, y, xi, yi, 8, 8)\n    bx.compute_at(out, xi)")
+    (launch,) = kernels_of(lo.stmt)
+    assert [a.memory for a in nodes(launch.kernel.body, Allocate)] == ["gpu_local"]
+    assert nodes(launch.kernel.body, GpuBarrier) == []
+
+
+def test_block_level_code_outside_thread_loops_runs_in_one_thread():
+    """bx computed at out's block loop without gpu_threads of its own: one thread of the
+    block computes it (a thread loop of extent 1, Halide's gpu_single_thread), a barrier
+    before out's threads read it."""
+    lo = low("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x)")
+    (launch,) = kernels_of(lo.stmt)
+    singles = [f for f in nodes(launch.kernel.body, For) if f.var.startswith("gpu.single_thread")]
+    assert len(singles) == 1 and singles[0].kind == "gpu_thread" and stmt_str_expr(singles[0].extent) == "1"
+    assert [a.memory for a in nodes(launch.kernel.body, Allocate)] == ["gpu_shared"]
+    assert len(nodes(launch.kernel.body, GpuBarrier)) == 1
+    assert [stmt_str_expr(t) for t in launch.kernel.threads] == ["16", "8"]
+
+
+def test_compute_root_on_the_gpu_is_a_kernel_of_its_own():
+    lo = low("out.gpu_tile(x, y, xi, yi, 8, 8)\n    bx.compute_root().gpu_tile(x, y, xi, yi, 32, 4)")
+    names = [k.kernel.name for k in kernels_of(lo.stmt)]
+    assert names == ["kernel_bx_0", "kernel_out_1"]
+    # bx is allocated on the host (one buffer both kernels use): no GPU memory kind
+    assert [a.memory for a in nodes(lo.stmt, Allocate)] == ["heap"]
+    text = stmt_str(lo.stmt)
+    assert "launch kernel_bx_0 on host_emulate: grid (" in text and "threads (32, 4)" in text
+    assert text.rstrip().endswith("device_sync out to_host")
+
+
+def test_no_gpu_loop_is_left_outside_kernels_and_a_cpu_target_refuses_them():
+    lo = low("out.gpu_tile(x, y, xi, yi, 16, 8)")
+    host_loops = [f.kind for f in nodes(lo.stmt, For)]
+    assert "gpu_block" not in host_loops and "gpu_thread" not in host_loops
+    with pytest.raises(HdslError):
+        low("out.gpu_tile(x, y, xi, yi, 16, 8)", "host")
+
+
+@pytest.mark.parametrize("sched, line, message", [
+    ("out.gpu_threads(x, y)", 11, "GPU thread loop 'y' of 'out' is not inside a GPU block loop"),
+    ("out.split(x, xo, xi, 4).gpu_threads(xo).gpu_blocks(xi)", 11,
+     "GPU thread loop 'xo' of 'out' is not inside a GPU block loop"),
+    ("out.gpu_tile(x, y, xi, yi, 64, 32)", 11,
+     "a GPU block of 2048 threads (at loop 'xi' of 'out'): at most 1024 threads per block"),
+    ("out.split(y, yo, yi, 8).parallel(yo).gpu_blocks(yi)", 11,
+     "GPU loop 'yi' of 'out' is inside parallel loop 'yo' of 'out'"),
+    ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x).gpu_tile(x, y, xi, yi, 4, 4)", 12,
+     "GPU block loop 'y' of 'bx' is inside the kernel of GPU block loop 'y' of 'out'"),
+    ("out.split(x, x, xi, 2).split(xi, xi, xii, 2).split(y, y, yi, 2).gpu_blocks(x, y, xi).gpu_blocks(yi)", 11,
+     "more than 3 GPU block dims"),
+])
+def test_illegal_gpu_schedules_are_errors_at_the_directive(sched, line, message):
+    with pytest.raises(HdslError) as e:
+        low(sched)
+    d = e.value.diagnostics[0]
+    assert message in d.message
+    assert d.span is not None and d.span.line == line
