@@ -17,7 +17,9 @@ the IR onto GLSL one node at a time:
   with fast_math they are not, as the CPU's fast_math allows contraction. min/max are selects
   (a NaN operand gives the other one, as the evaluator), -x is 0 - x, float % is
   a - b * floor(a / b), round is roundEven.
-- Loops: a "gpu_block" loop `v` is `v = min + gl_WorkGroupID[d]`; a "gpu_thread" loop is
+- Loops: a "gpu_block" loop `v` is `v = min + gl_WorkGroupID[d] + hdsl_group_base[d]` (a grid
+  larger than the driver's largest dispatch runs as several, each told its first group); a
+  "gpu_thread" loop is
   `v = min + gl_LocalInvocationID[d]` under `if (gl_LocalInvocationID[d] < extent)`; dimension d
   counts the loops of the same kind nested inside (the innermost is x). Other loops are
   counted `for` loops. `GpuBarrier` is `memoryBarrierShared(); barrier();`.
@@ -26,8 +28,13 @@ the IR onto GLSL one node at a time:
   or `float` arrays, narrower ones (and bool, one byte as NumPy's) packed in `uint` words, read
   by shift and mask and written with atomicAnd/atomicOr on the element's bits (neighbouring
   elements of one word may be written by other threads at the same time). Read-only or
-  write-only as the access says; scalars are uniforms; a gpu_shared allocation is a `shared`
-  array, a gpu_local one a local array (both of constant size, one 32-bit word per element).
+  write-only as the access says; scalars are uniforms; gpu_shared allocations are stretches of
+  one `shared uint` array sized by the launch's shared bytes; a gpu_local one is a local array
+  when its size is bounded by a constant, else a stretch of the invocation's part of a scratch
+  storage buffer whose size per invocation (a bound over the kernel, an expression of its
+  scalar arguments) is computed at each launch.
+- Names: hdsl's names ('.' and '$' replaced) keep their spelling unless GLSL reserves them or
+  they would hide a built-in function (`packed`, `min`, `exp`, ...): those get a prefix.
 """
 from __future__ import annotations
 
@@ -46,13 +53,25 @@ from hdsl.ir.types import I32, Type
 from hdsl.lower.glsl_rewrites import narrow_64bit, rewrite_stmt
 
 GLSL_VERSION = "#version 430"
+# GLSL 4.50's keywords and reserved words (section 3.6), the type names, and the built-in
+# functions (a variable named like one would hide it): a name from hdsl that is one of these,
+# starts with gl_ or holds "__" gets a prefix
 _KEYWORDS = frozenset("""attribute const uniform varying buffer shared coherent volatile restrict readonly writeonly
 atomic_uint layout centroid flat smooth noperspective patch sample break continue do for while switch case default
-if else subroutine in out inout float double int void bool true false invariant precise discard return mat2 mat3 mat4
-vec2 vec3 vec4 ivec2 ivec3 ivec4 bvec2 bvec3 bvec4 uint uvec2 uvec3 uvec4 dvec2 dvec3 dvec4 lowp mediump highp
-precision sampler2D image2D struct common partition active asm class union enum typedef template this resource
-goto inline noinline public static extern external interface long short half fixed unsigned superp input output
-filter sizeof cast namespace using main""".split())
+if else subroutine in out inout float double int void bool true false invariant precise discard return lowp mediump
+highp precision struct common partition active asm class union enum typedef template this resource goto inline
+noinline public static extern external interface long short half fixed unsigned superp input output hvec2 hvec3
+hvec4 fvec2 fvec3 fvec4 filter sizeof cast namespace using packed main
+vec2 vec3 vec4 ivec2 ivec3 ivec4 bvec2 bvec3 bvec4 uvec2 uvec3 uvec4 dvec2 dvec3 dvec4 mat2 mat3 mat4 mat2x2
+mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 mat4x4 dmat2 dmat3 dmat4 sampler1D sampler2D sampler3D samplerCube
+image1D image2D image3D
+radians degrees sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh pow exp log exp2 log2 sqrt inversesqrt
+abs sign floor trunc round roundEven ceil fract mod modf min max clamp mix step smoothstep isnan isinf
+floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat fma frexp ldexp packHalf2x16 unpackHalf2x16 length
+distance dot cross normalize reflect refract uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract
+bitfieldInsert bitfieldReverse bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
+atomicExchange atomicCompSwap barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer groupMemoryBarrier
+texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base""".split())
 _MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
           "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
           "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}
@@ -133,7 +152,7 @@ class _Names:
     def fresh(self, name: str) -> str:
         base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") or "v"
         base = re.sub(r"_+", "_", base)
-        if base[0].isdigit() or base.startswith("gl_") or base in _KEYWORDS:
+        if base[0].isdigit() or base.startswith("gl_") or base in _KEYWORDS or re.fullmatch(r"t\d+", base):
             base = "h_" + base
         cand, n = base, 1
         while cand in self.used:
@@ -156,12 +175,15 @@ class GlslCodeGen:
         self.env: dict[str, tuple[str, Type]] = {}       # hdsl name -> (GLSL identifier, type)
         self.buffers: dict[str, _Mem] = {}             # hdsl buffer -> where its elements are
         self.cache: list[dict] = [{}]                   # id(expr) -> (expr, identifier), per scope
+        self.reads: dict[int, bool] = {}                # id(expr) -> whether it loads from memory
         self.ntemp = 0
         self.uniforms: dict[str, tuple[str, Type]] = {}      # scalar argument -> (uniform, type)
         self.helpers: list[str] = []                          # HELPERS the kernel calls
         self.shared_bytes = shared_bytes
-        self.let_values: dict[str, Expr] = {}     # the IR values of the lets in scope
         self.current: str | None = None           # the buffer the statement being made stores to
+        self.local_bounds = _local_bounds(kernel)  # per-invocation allocation -> its size's bound
+        self.scratch_base: str | None = None      # set when an allocation lives in the scratch buffer
+        self.scratch_top = "hdsl_scratch_base"
         self.shared_words: int | None = None      # set when the kernel has gpu_shared allocations
         self.shared_top = "0"
         self.shared_allocs = 0
@@ -187,11 +209,27 @@ class GlslCodeGen:
         self.emit(head + " {" if head else "{")
         self.indent += 1
         self.cache.append({})
+        self.forget_loads()         # (a loop body runs again after its own stores)
 
     def close(self, tail: str = "}"):
         self.cache.pop()
         self.indent -= 1
         self.emit(tail)
+        self.forget_loads()         # (the block may have stored)
+
+    def forget_loads(self):
+        """Drop the cached values that read memory: after a store, a barrier (other invocations'
+        stores), or a block that may have stored, a load must be made again."""
+        for scope in self.cache:
+            for k in [k for k, (e, _) in scope.items() if self.loads(e)]:
+                del scope[k]
+
+    def loads(self, e: Expr) -> bool:
+        r = self.reads.get(id(e))
+        if r is None:
+            r = isinstance(e, Load) or any(self.loads(c) for c in e.children())
+            self.reads[id(e)] = r
+        return r
 
     def generate(self) -> str:
         k = self.kernel
@@ -199,6 +237,7 @@ class GlslCodeGen:
         header = [GLSL_VERSION, f"// kernel {k.name}: generated by hdsl (hdsl/codegen/glsl.py)"]
         sizes = self.group_size()
         header.append("layout(" + ", ".join(f"local_size_{d} = {n}" for d, n in zip("xyz", sizes)) + ") in;")
+        header.append("uniform ivec3 hdsl_group_base;  // the first work group of this dispatch")
         binding = 0
         for a in k.args:
             if a.kind == "buffer":
@@ -220,6 +259,16 @@ class GlslCodeGen:
             else:
                 raise InternalError(f"glsl: kernel argument kind {a.kind}")
         self.stmt(body)
+        if self.scratch_base is not None:
+            header.append(f"layout(std430, binding = {binding}) buffer hdsl_scratch_block {{ uint d[]; }} hdsl_scratch;"
+                          "  // per-invocation storage of run-time size")
+            header.append("uniform int hdsl_scratch_words;  // per invocation: scratch_words(), set at launch")
+            self.lines[0:0] = [
+                "    // this invocation's part of the scratch buffer",
+                "    uvec3 hdsl_n = gl_NumWorkGroups * gl_WorkGroupSize;",
+                "    int hdsl_invocation = int((gl_GlobalInvocationID.z * hdsl_n.y + gl_GlobalInvocationID.y) * hdsl_n.x"
+                " + gl_GlobalInvocationID.x);",
+                "    int hdsl_scratch_base = hdsl_invocation * hdsl_scratch_words;"]
         if self.shared_words is not None:
             self.globals.append(f"shared uint hdsl_shared[{self.shared_size()}];")
         helpers = [HELPERS[h] for h in self.helpers]
@@ -265,6 +314,12 @@ class GlslCodeGen:
         return old
 
     def restore(self, name: str, old):
+        # values cached under this binding must not serve a later binding of the same name
+        # (sibling lets and loops of one name, as partitioned loops make)
+        from hdsl.ir.expr import free_vars
+        for scope in self.cache:
+            for k in [k for k, (e, _) in scope.items() if name in free_vars(e)]:
+                del scope[k]
         if old is None:
             self.env.pop(name, None)
         else:
@@ -278,14 +333,8 @@ class GlslCodeGen:
             v = self.expr(s.value)
             ident = self.bind(s.name, v, s.value.type)
             old = self.scoped(s.name, ident, s.value.type)
-            old_value = self.let_values.get(s.name)
-            self.let_values[s.name] = s.value
             self.stmt(s.body)
             self.restore(s.name, old)
-            if old_value is None:
-                self.let_values.pop(s.name, None)
-            else:
-                self.let_values[s.name] = old_value
         elif isinstance(s, For):
             self.loop(s)
         elif isinstance(s, IfThenElse):
@@ -303,11 +352,13 @@ class GlslCodeGen:
             idx = self.expr(s.index)
             val = self.expr(s.value)
             self.store(s.buffer, idx, val)
+            self.forget_loads()
         elif isinstance(s, Allocate):
             self.allocate(s)
         elif isinstance(s, GpuBarrier):
             self.emit("memoryBarrierShared();")
             self.emit("barrier();")
+            self.forget_loads()
         elif isinstance(s, Evaluate):
             if any(isinstance(n, Intrinsic) and n.name == "print" for n in _walk(s.value)):
                 raise self.unsupported("print() cannot run in an OpenGL shader",
@@ -328,9 +379,13 @@ class GlslCodeGen:
             if s.kind == "gpu_thread":
                 ext = self.expr(s.extent)
                 self.open(f"if (int({builtin}) < {ext})")
+                index = f"int({builtin})"
             else:
                 self.open("")
-            ident = self.bind(s.var, f"{lo} + int({builtin})", s.min.type)
+                # (a grid larger than the driver's largest dispatch runs as several dispatches,
+                # each told where its groups start)
+                index = f"(int({builtin}) + hdsl_group_base.{'xyz'[dim]})"
+            ident = self.bind(s.var, f"{lo} + {index}", s.min.type)
             old = self.scoped(s.var, ident, s.min.type)
             self.stmt(s.body)
             self.restore(s.var, old)
@@ -366,17 +421,31 @@ class GlslCodeGen:
             self.stmt(s.body)
             self.shared_top = old_top
         elif memory in ("gpu_local", "stack"):
-            size = self.constant(s.size)
-            if size is None:
+            bound = self.local_bounds.get(s.name)
+            if bound is None:
                 from hdsl.ir.printer import expr_str
-                raise self.unsupported(f"'{s.name}' is computed per thread with a size known only at run time "
-                                       f"({expr_str(s.size)}), and a shader's local arrays need a constant size",
+                raise self.unsupported(f"'{s.name}' is computed per thread with a size ({expr_str(s.size)}) "
+                                       "that cannot be bounded when the kernel is launched",
                                        "compute it at the GPU block loop (shared memory) instead")
-            word = self.type(s.type)
-            ident = self.names.fresh(s.name)
-            self.emit(f"{word} {ident}[{max(1, size)}];  // {s.name}: {s.type}")
-            self.buffers[s.name] = _Mem(ident, s.type, "array")
-            self.stmt(s.body)
+            if isinstance(bound, Const):
+                word = self.type(s.type)
+                ident = self.names.fresh(s.name)
+                self.emit(f"{word} {ident}[{max(1, int(bound.value))}];  // {s.name}: {s.type}")
+                self.buffers[s.name] = _Mem(ident, s.type, "array")
+                self.stmt(s.body)
+            else:
+                # a size known at launch: a stretch of this invocation's part of the scratch buffer
+                # (the launch allocates scratch_words() words per invocation)
+                if self.scratch_base is None:
+                    self.scratch_base = "hdsl_scratch_base"
+                size = self.expr(s.size)
+                base = self.bind(s.name + ".base", self.scratch_top, I32)
+                old_top = self.scratch_top
+                words = f"({size} * {max(1, s.type.bits // 8)} + 3) / 4" if s.type.bits >= 8 else f"({size} + 3) / 4"
+                self.scratch_top = self.bind(s.name + ".end", f"{base} + max({words}, 0)", I32)
+                self.buffers[s.name] = _Mem("hdsl_scratch.d", s.type, "shared", base)
+                self.stmt(s.body)
+                self.scratch_top = old_top
         else:
             raise self.unsupported(f"'{s.name}' needs heap memory, which a shader cannot allocate",
                                    "compute the Func at the GPU block or thread loops")
@@ -384,20 +453,6 @@ class GlslCodeGen:
             del self.buffers[s.name]
         else:
             self.buffers[s.name] = old
-
-    def constant(self, e: Expr) -> int | None:
-        """e's value if the lets around it make it a constant (an inline reduction's per-thread
-        accumulator: extents that are 1 once the lets are substituted)."""
-        from hdsl.ir.expr import subst_vars, free_vars
-        from hdsl.ir.simplify import simplify
-        for _ in range(64):
-            if isinstance(e, Const):
-                return int(e.value)
-            names = [n for n in free_vars(e) if n in self.let_values]
-            if not names:
-                break
-            e = simplify(subst_vars(e, {n: self.let_values[n] for n in names}))
-        return int(e.value) if isinstance(e, Const) else None
 
     def mem(self, name: str) -> "_Mem":
         m = self.buffers.get(name)
@@ -627,6 +682,70 @@ class _Mem:
     base: str | None = None
 
 
+def _local_bounds(kernel: Kernel) -> dict:
+    """Each per-invocation (gpu_local or stack) allocation's size in elements bounded over the
+    kernel: a Const, an expression of the kernel's scalar arguments (known at launch), or None
+    (no such bound). Computed on the kernel as outlined (before the GLSL rewrites, which the
+    bounds analysis does not know), with the lets inside the kernel substituted."""
+    from hdsl.ir.expr import free_vars, subst_vars
+    from hdsl.ir.simplify import simplify
+    from hdsl.ir.stmt import children
+    from hdsl.lower.glsl_rewrites import to32
+    from hdsl.lower.gpu import _cancel_mins       # (as gpu.py bounds shared memory)
+    from hdsl.lower.symbolic import expr_bounds
+    scalars = {a.name for a in kernel.args if a.kind == "scalar"}
+    out: dict = {}
+
+    def inline(x: Expr, lets: dict) -> Expr:
+        for _ in range(64):
+            names = [n for n in free_vars(x) if n in lets]
+            if not names:
+                break
+            x = simplify(subst_vars(x, {n: lets[n] for n in names}))
+        return x
+
+    def visit(s: Stmt, lets: dict, ranges: dict):
+        if isinstance(s, LetStmt):
+            lets = {**lets, s.name: s.value}
+        elif isinstance(s, For):
+            last = simplify(BinOp("-", BinOp("+", s.min, s.extent, s.min.type), Const(s.min.type, 1), s.min.type))
+            ranges = {**ranges, s.var: (s.min, last)}
+        elif isinstance(s, Allocate) and getattr(s, "memory", "heap") in ("gpu_local", "stack"):
+            e = simplify(_cancel_mins(inline(s.size, lets)))
+            if e.type.bits == 64:
+                e = simplify(to32(e, I32) or Cast(I32, e))
+            hi = e
+            for _ in range(4):
+                if isinstance(hi, Const) or free_vars(hi) <= scalars:
+                    break
+                scope = {v: (inline(lo, lets), inline(h, lets)) for v, (lo, h) in ranges.items()}
+                hi = expr_bounds(hi, scope)[1]
+                hi = simplify(hi) if hi is not None else None
+                if hi is None:
+                    break
+            ok = hi is not None and (isinstance(hi, Const) or free_vars(hi) <= scalars)
+            out[s.name] = hi if ok else None
+        for k in children(s):
+            visit(k, lets, ranges)
+    visit(kernel.body, {}, {})
+    return out
+
+
+def scratch_words(kernel: Kernel, bounds: dict | None = None) -> Expr:
+    """Words of scratch buffer one invocation needs: its run-time sized per-invocation
+    allocations' bounds (a word per element at most, one more for the rounding), added up."""
+    from hdsl.ir.simplify import simplify
+    bounds = _local_bounds(kernel) if bounds is None else bounds
+    total: Expr = Const(I32, 0)
+    for name, b in bounds.items():
+        if b is None or isinstance(b, Const):
+            continue
+        # (at most a word per element: GLSL types are 32 bits at most, narrower ones packed)
+        b = b if b.type == I32 else Cast(I32, b)
+        total = BinOp("+", total, BinOp("+", BinOp("max", b, Const(I32, 0), I32), Const(I32, 1), I32), I32)
+    return simplify(total)
+
+
 def _packed(t: Type) -> bool:
     """Elements narrower than 32 bits are packed in the buffer's 32-bit words, as on the host."""
     return t.bits < 32 or t.is_bool()
@@ -656,13 +775,16 @@ def _nested_count(s: Stmt, kind: str) -> int:
 
 @dataclass(frozen=True)
 class GlslKernel:
-    """A kernel's shader and how to feed it: the uniform of each scalar argument, and the
-    buffer arguments in binding order."""
+    """A kernel's shader and how to feed it: the uniform of each scalar argument, the buffer
+    arguments in binding order, and (when it has per-invocation storage of run-time size) the
+    words of scratch buffer each invocation needs, an expression of the scalar arguments, bound
+    after the buffers."""
     name: str
     source: str
     uniforms: dict
     buffers: tuple
     group_size: tuple
+    scratch: Expr | None = None
 
 
 def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,
@@ -671,8 +793,9 @@ def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, 
     memory, when the kernel's are not constants)."""
     cg = GlslCodeGen(kernel, fast_math, threads, shared_bytes)
     source = cg.generate()
+    scratch = scratch_words(kernel, cg.local_bounds) if cg.scratch_base is not None else None
     return GlslKernel(kernel.name, source, cg.uniforms, tuple(a for a in kernel.args if a.kind == "buffer"),
-                      cg.group_size())
+                      cg.group_size(), scratch)
 
 
 def kernel_source(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,

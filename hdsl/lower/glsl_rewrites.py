@@ -216,7 +216,7 @@ def narrow_64bit(s: Stmt) -> Stmt:
         if isinstance(s, Allocate):
             size = fix(s.size)
             if is64(size):
-                size = _to32(size, Type("int", 32)) or size
+                size = to32(size, Type("int", 32)) or size
             return Allocate(s.name, s.type, size, go(s.body, lets), s.memory)
         s = map_exprs_shallow(s, fix)
         return with_children(s, [go(k, lets) for k in children(s)])
@@ -246,14 +246,14 @@ def _narrow_casts(e: Expr) -> Expr:
         if isinstance(n, Cast) and not n.saturate and n.type.is_integral() and not n.type.is_bool() \
                 and n.type.bits <= 32 and n.value.type.is_integral() and n.value.type.bits == 64:
             t32 = Type(n.type.code, 32)
-            inner = _to32(n.value, t32)
+            inner = to32(n.value, t32)
             if inner is not None:
                 return inner if n.type == t32 else Cast(n.type, inner)
         return None
     return substitute(e, visit)
 
 
-def _to32(e: Expr, t32: Type) -> Expr | None:
+def to32(e: Expr, t32: Type) -> Expr | None:
     """e (64-bit, + - * of widened narrow values and constants) computed in t32, or None."""
     if isinstance(e, Const):
         v = int(e.value) & 0xFFFFFFFF
@@ -261,6 +261,6 @@ def _to32(e: Expr, t32: Type) -> Expr | None:
     if isinstance(e, Cast) and not e.saturate and e.value.type.is_integral() and e.value.type.bits <= 32:
         return e.value if e.value.type == t32 else Cast(t32, e.value)
     if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
-        a, b = _to32(e.a, t32), _to32(e.b, t32)
+        a, b = to32(e.a, t32), to32(e.b, t32)
         return BinOp(e.op, a, b, t32) if a is not None and b is not None else None
     return None

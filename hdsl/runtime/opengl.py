@@ -81,6 +81,7 @@ class Context:
         self._egl = egl                    # (EGL module, display, context) when we made it
         self.lock = threading.RLock()
         self.programs: dict[str, int] = {}
+        self._scratch: tuple[int, int] | None = None      # (buffer, bytes)
         self.renderer = GL.glGetString(GL.GL_RENDERER).decode(errors="replace")
         self.version = GL.glGetString(GL.GL_VERSION).decode(errors="replace")
         major = GL.glGetIntegerv(GL.GL_MAJOR_VERSION)
@@ -89,6 +90,8 @@ class Context:
         self.max_group_size = tuple(int(GL.glGetIntegeri_v(GL.GL_MAX_COMPUTE_WORK_GROUP_SIZE, i)[0])
                                     for i in range(3))
         self.max_group_invocations = int(GL.glGetIntegerv(GL.GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS))
+        self.max_group_count = tuple(int(GL.glGetIntegeri_v(GL.GL_MAX_COMPUTE_WORK_GROUP_COUNT, i)[0])
+                                     for i in range(3))
         self.max_shared_bytes = int(GL.glGetIntegerv(GL.GL_MAX_COMPUTE_SHARED_MEMORY_SIZE))
 
     def use(self):
@@ -108,6 +111,14 @@ class Context:
                 ctx.lock.release()
                 return False
         return _Use()
+
+    def scratch(self, GL, nbytes: int) -> int:
+        """A buffer of at least nbytes for kernels' per-invocation storage (kept, grown)."""
+        if self._scratch is None or self._scratch[1] < nbytes:
+            if self._scratch is not None:
+                GL.glDeleteBuffers(1, [self._scratch[0]])
+            self._scratch = (_buffer(GL, max(nbytes, 4)), max(nbytes, 4))
+        return self._scratch[0]
 
     def program(self, source: str, kernel: str) -> int:
         """The linked compute program for `source` (compiled once per context)."""
@@ -325,6 +336,7 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
     argument from `buffers` (name -> DeviceBuffer, copied in if the host is newer), each scalar
     from `scalars` (name -> value); buffers the kernel writes become device-dirty."""
     from hdsl.codegen.glsl import compile_kernel
+    from hdsl.ir.types import I32
     ctx = context()
     key = (id(kernel), threads, shared_bytes, fast_math)
     hit = shaders.get(key) if shaders is not None else None
@@ -349,12 +361,37 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
             _uniform(GL, GL.glGetUniformLocation(prog, ident), t, scalars[name])
         for binding, a in enumerate(gk.buffers):
             GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, binding, buffers[a.name].to_device())
+        if gk.scratch is not None:
+            per = _evaluate(gk.scratch, scalars)
+            _uniform(GL, GL.glGetUniformLocation(prog, "hdsl_scratch_words"), I32, per)
+            words = per * n_threads * groups[0] * groups[1] * groups[2]
+            GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers), ctx.scratch(GL, words * 4))
         if all(g > 0 for g in groups):
-            GL.glDispatchCompute(*groups)
+            # grids beyond the driver's largest dispatch in chunks, each told its first group
+            base_loc = GL.glGetUniformLocation(prog, "hdsl_group_base")
+            m = ctx.max_group_count
+            for bz in range(0, groups[2], m[2]):
+                for by in range(0, groups[1], m[1]):
+                    for bx in range(0, groups[0], m[0]):
+                        if base_loc >= 0:
+                            GL.glUniform3i(base_loc, bx, by, bz)
+                        GL.glDispatchCompute(min(m[0], groups[0] - bx), min(m[1], groups[1] - by),
+                                             min(m[2], groups[2] - bz))
+                        GL.glMemoryBarrier(GL.GL_SHADER_STORAGE_BARRIER_BIT)
         GL.glMemoryBarrier(GL.GL_SHADER_STORAGE_BARRIER_BIT | GL.GL_BUFFER_UPDATE_BARRIER_BIT)
         for a in gk.buffers:
             if a.access != "r":
                 buffers[a.name].written_on_device()
+
+
+def _evaluate(e, scalars: dict) -> int:
+    """An i32 expression of a kernel's scalar arguments, for their values at a launch."""
+    from hdsl.ir.expr import Const, free_vars, subst_vars
+    from hdsl.ir.simplify import simplify
+    v = simplify(subst_vars(e, {n: Const(e.type, int(scalars[n])) for n in free_vars(e)}))
+    if not isinstance(v, Const):
+        raise RuntimeError(f"cannot evaluate {e} at launch")
+    return max(0, int(v.value))
 
 
 def run_kernel(kernel, grid, arrays: dict, scalars: dict | None = None, threads=None, fast_math: bool = False):

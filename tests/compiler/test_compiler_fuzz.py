@@ -139,13 +139,25 @@ def test_random_schedules_slow(name, data):
 
 
 # GPU schedules (gpu_tile, gpu_blocks + gpu_threads, Funcs computed at block and thread loops)
-# for GPU_TARGET (cuda-emulate in CI): 2 derandomized examples per pipeline, 30 random ones with -m slow
-@requires(GPU_TARGET)
+# for GPU_TARGET (cuda-emulate in CI): 2 derandomized examples per pipeline, 30 random ones with -m slow.
+# The same examples also as OpenGL compute shaders (llvmpipe in CI; issue 16): they found GLSL's
+# reserved words among Func names, per-invocation storage of run-time size, and grids larger
+# than one dispatch.
+@pytest.mark.parametrize("target", [pytest.param(GPU_TARGET, marks=requires(GPU_TARGET)),
+                                    pytest.param("opengl", marks=requires("opengl"))])
 @pytest.mark.parametrize("name", names(FUZZ_KNOWN, strict=False))
 @settings(max_examples=2, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
 @given(data=st.data())
-def test_random_gpu_schedules(name, data):
-    fuzz_one(name, data, GPU_TARGET, gpu=True)
+def test_random_gpu_schedules(name, target, data):
+    if (name, target) in OPENGL_KNOWN:
+        pytest.xfail(OPENGL_KNOWN[name, target])
+    fuzz_one(name, data, target, gpu=True)
+
+
+# generated GPU schedules whose OpenGL shaders give wrong values (cuda-emulate runs the same
+# kernels right); the minimal case is tests/opengl/test_known_bugs.py's, a strict xfail there
+OPENGL_KNOWN = {("argmax_tuple", "opengl"): "wrong values on OpenGL: a Func tiled twice and computed per "
+                                            "invocation inside a serial loop of the block (test_known_bugs.py)"}
 
 
 @pytest.mark.slow
@@ -155,6 +167,7 @@ def test_random_gpu_schedules(name, data):
 @given(data=st.data())
 def test_random_gpu_schedules_slow(name, data):
     fuzz_one(name, data, GPU_TARGET, gpu=True)
+
 
 
 def test_generator_is_valid():
