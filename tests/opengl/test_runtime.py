@@ -106,3 +106,34 @@ def test_what_glsl_cannot_do_is_an_error_at_the_func_before_running(gl, tmp_path
     assert (d.span.line, d.span.col) == (7, 5)
     assert d.message == ("'big' runs on OpenGL: kernel 'kernel_out_0' computes with i64, and OpenGL's GLSL "
                          "has no 64-bit integers")
+
+
+def _one_thread(body, args):
+    return Kernel("k", args, For("blk", Const(I32, 0), Const(I32, 1), "gpu_block",
+                                 For("thr", Const(I32, 0), Const(I32, 1), "gpu_thread", body)),
+                  (Const(I32, 1),), Const(I32, 0))
+
+
+def test_a_load_after_a_store_reads_memory_again(gl):
+    """buf[0] read, buf[0] = 7 stored, buf[0] read again (the same IR node): the second read
+    must not reuse the first's value."""
+    from hdsl.ir.expr import intern
+    from hdsl.ir.stmt import Block
+    load = intern(Load("buf", Const(I32, 0), I32))
+    body = Block((Store("out", Const(I32, 0), load), Store("buf", Const(I32, 0), Const(I32, 7)),
+                  Store("out", Const(I32, 1), load)))
+    k = _one_thread(body, (KernelArg("buf", I32, "buffer", "rw"), KernelArg("out", I32, "buffer", "w")))
+    out = opengl.run_kernel(k, (1,), {"buf": np.array([3], np.int32), "out": np.zeros(2, np.int32)})["out"]
+    assert out.tolist() == [3, 7]
+
+
+def test_sibling_lets_of_one_name_do_not_share_values(gl):
+    """let a = 1 in out[0] = a * 2; let a = 5 in out[1] = a * 2 (the same interned a * 2)."""
+    from hdsl.ir.expr import intern
+    from hdsl.ir.stmt import Block, LetStmt
+    twice = intern(BinOp("*", Var("a"), Const(I32, 2), I32))
+    body = Block((LetStmt("a", Const(I32, 1), Store("out", Const(I32, 0), twice)),
+                  LetStmt("a", Const(I32, 5), Store("out", Const(I32, 1), twice))))
+    k = _one_thread(body, (KernelArg("out", I32, "buffer", "w"),))
+    out = opengl.run_kernel(k, (1,), {"out": np.zeros(2, np.int32)})["out"]
+    assert out.tolist() == [2, 10]
