@@ -90,18 +90,20 @@ def lower_schedules(p) -> None:
     store_at outside its compute_at, bounds it cannot infer...). Not by default: the reference
     evaluator runs programs the native compiler refuses, and lowering a deep pyramid left
     wholly inline (the default schedule) takes as long as compiling it. An error with no
-    position of its own points at its schedule block. The blocks of GPU targets (`schedule
-    cuda`, `schedule opengl`) are left out: they are never chosen for the CPU."""
+    position of its own points at its schedule block. The blocks of GPU targets are lowered
+    for them (`schedule cuda` for cuda-emulate, `schedule opengl` for opengl), with the GPU
+    nesting rules."""
     from hdsl.diagnostics import Diagnostic
     from hdsl.ir.expr import clear_interned, no_collection
     from hdsl.lower.lower import lower
     from hdsl.schedule.record import GPU_SCHEDULES
     found = []
-    for name in [n for n in p.schedules if n not in GPU_SCHEDULES] or [None]:
+    for name in list(p.schedules) or [None]:
         block = p.schedules.get(name)
+        target = {"cuda": "cuda-emulate", "opengl": "opengl"}.get(name, "host") if name in GPU_SCHEDULES else "host"
         try:
             with no_collection():
-                lower(p, name, "host")
+                lower(p, name, target)
         except HdslError as e:
             for d in e.diagnostics:
                 if d.span is None and block is not None:

@@ -460,7 +460,8 @@ def test_gpu_directives_and_schedule_auto_are_refused_on_the_cpu(tmp_path, capsy
 
 def test_the_spec_programs_cuda_block_is_not_run_on_the_cpu(capsys, tmp_path):
     """Section 1's program has `schedule cuda { out.gpu_tile(...) }`: chosen only when
-    compiling for CUDA, skipped by `check --lower`, refused when named for the CPU."""
+    compiling for a GPU target (`check --lower` lowers it for cuda-emulate), refused when named
+    for the CPU."""
     spec = SPEC
     assert run(capsys, "check", "--lower", spec)[0] == 0
     code, _, err = run(capsys, "run", spec, "--input", f"img={GRAY16}", "--output", tmp_path / "o.png",

@@ -29,7 +29,6 @@ from hdsl.codegen.cpu import BUFFER_T, CodeGenCPU
 from hdsl.codegen.llvm import I32T, I64T, PTR, _Fn, llvm_type
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import GPU_BLOCK, GPU_THREAD, Allocate, DeviceSync, For, GpuBarrier, LaunchKernel, Stmt
-from hdsl.ir.types import I32
 from hdsl.lower.gpu import kernels_of
 from hdsl.runtime.abi import DEVICE_DIRTY, FIELD_INDEX, HOST_DIRTY
 from hdsl.runtime.device import ERR_DEVICE
@@ -48,10 +47,13 @@ class CodeGenHostGPU(CodeGenCPU):
         self.on_device: set[str] = set()
         self.records: dict[str, ir.Value] = {}      # buffer -> its struct (with the device fields)
         self.elements: dict[str, ir.Value] = {}     # buffer -> i64 elements it spans
+        self.elem_bits: dict[str, int] = {}         # buffer -> bits of its elements (kernels' args)
         self.table = None
 
     def generate(self, stmt: Stmt) -> ir.Module:
-        self.on_device = {a.name for k in kernels_of(stmt) for a in k.kernel.buffers()}
+        launches = kernels_of(stmt)
+        self.on_device = {a.name for k in launches for a in k.kernel.buffers()}
+        self.elem_bits = {a.name: a.type.bits for k in launches for a in k.kernel.buffers()}
         return super().generate(stmt)
 
     # ------------------------------------------------------------ entry
@@ -90,12 +92,6 @@ class CodeGenHostGPU(CodeGenCPU):
 
     def _set(self, st: _Fn, rec, field: str, v):
         st.b.store(v, self._field(st, rec, field))
-
-    def _entry_alloca(self, st: _Fn, t):
-        entry = ir.IRBuilder(st.fn.entry_basic_block)
-        if st.fn.entry_basic_block.instructions:
-            entry.position_before(st.fn.entry_basic_block.instructions[0])
-        return entry.alloca(t)
 
     def _call(self, st: _Fn, index: int, ret, args, types):
         b = st.b
@@ -149,9 +145,8 @@ class CodeGenHostGPU(CodeGenCPU):
         if isinstance(s, LaunchKernel):
             self.launch(st, s)
         elif isinstance(s, DeviceSync):
-            bits = self.elem_bits.get(s.buffer, 8)
             if s.op == "to_host":
-                self.to_host(st, s.buffer, bits)
+                self.to_host(st, s.buffer, self.elem_bits[s.buffer])
             else:
                 self._mark(st, s.buffer, HOST_DIRTY)
         elif isinstance(s, GpuBarrier):
@@ -159,17 +154,11 @@ class CodeGenHostGPU(CodeGenCPU):
         else:
             super()._stmt(st, s)
 
-    @property
-    def elem_bits(self) -> dict[str, int]:
-        if not hasattr(self, "_elem_bits"):
-            self._elem_bits = {}
-        return self._elem_bits
-
     def allocate(self, st: _Fn, s: Allocate):
         if s.name not in self.on_device or st.fn is not self.fn_main:
             return super().allocate(st, s)
         # an intermediate that kernels use: a record of its own, freed on the device after
-        rec = self._entry_alloca(st, BUFFER_T)
+        rec = self.entry_alloca(st, BUFFER_T)
         self._set(st, rec, "device", ir.Constant(I64T, 0))
         self._set(st, rec, "flags", ir.Constant(I64T, 0))
         old = self.records.get(s.name), self.elements.get(s.name)
@@ -188,10 +177,9 @@ class CodeGenHostGPU(CodeGenCPU):
         b = st.b
         k = s.kernel
         for a in k.buffers():
-            self.elem_bits[a.name] = a.type.bits
             self.to_device(st, a.name, a.type.bits)
         slots_t = ir.ArrayType(I64T, max(1, len(k.args)))
-        slots = self._entry_alloca(st, slots_t)
+        slots = self.entry_alloca(st, slots_t)
         for i, a in enumerate(k.args):
             p = b.gep(slots, [ir.Constant(I32T, 0), ir.Constant(I32T, i)])
             if a.kind == "buffer":
@@ -200,8 +188,8 @@ class CodeGenHostGPU(CodeGenCPU):
                 v = st.syms[a.name][0]
                 b.store(ir.Constant(I64T, 0), p)
                 b.store(v, b.bitcast(p, v.type.as_pointer()))
-        grid = self._entry_alloca(st, ir.ArrayType(I32T, 3))
-        threads = self._entry_alloca(st, ir.ArrayType(I32T, 3))
+        grid = self.entry_alloca(st, ir.ArrayType(I32T, 3))
+        threads = self.entry_alloca(st, ir.ArrayType(I32T, 3))
         for arr, exprs in ((grid, s.grid), (threads, k.threads)):
             for d in range(3):
                 v = self.expr(st, exprs[d]) if d < len(exprs) else ir.Constant(I32T, 1)
@@ -253,5 +241,3 @@ def generate(pipeline: Pipeline, stmt: Stmt, name: str, fast_math: bool = False,
              device: str = "host_emulate") -> ir.Module:
     return CodeGenHostGPU(pipeline, name, fast_math, runtime_prefix, device).generate(stmt)
 
-
-__all__ = ["CodeGenHostGPU", "generate", "I32"]

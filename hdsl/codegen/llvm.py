@@ -28,7 +28,7 @@ from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
 from hdsl.ir.closure import mentioned_names
-from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
 

@@ -124,6 +124,11 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                     raise _error(f"a GPU block of {size} threads (at loop {_pretty(s.var)}): at most {MAX_THREADS} "
                                  "threads per block", sched, s.var, "use smaller tiles")
                 return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
+            if s.kind == "parallel" and blocks:
+                raise _error(f"parallel loop {_pretty(s.var)} is inside a GPU kernel (of block loop "
+                             f"{_pretty(top_block)})", sched, s.var,
+                             "inside a kernel, use gpu_threads (the block's threads) instead of parallel",
+                             names=("parallel",))
             if s.kind in ("parallel", "vectorized", "unrolled") and _has_kind(s.body, GPU_BLOCK):
                 inner = _first_of_kind(s.body, GPU_BLOCK)
                 raise _error(f"GPU loop {_pretty(inner)} is inside {s.kind} loop {_pretty(s.var)}", sched, inner,

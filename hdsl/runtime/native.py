@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import threading
 import time
 
 import numpy as np
@@ -121,6 +122,7 @@ class NativePipeline:
         self.requirements = shift_requirements(p, schedule, target)
         # GPU targets: the Device the pipeline's host code calls through its table
         self.device = device_for(target.device) if target.is_gpu else None
+        self._device_lock = threading.Lock()
         self.primary = _Variant(p, schedule, target, self.name, use_cache, bool(self.requirements))
         self._guarded = None if self.requirements else self.primary
         self.timings = self.primary.timings
@@ -184,23 +186,26 @@ class NativePipeline:
             keep.append((view, s))
             ptrs.append(ctypes.addressof(s))
             outs.append(view)
-        if self.device is not None:
-            # GPU pipelines take the device table after the outputs (runtime/device.py)
-            table = self.device.table()
-            ptrs.append(ctypes.addressof(table))
-            self.device.error = None
         variant = self.variant(sizes)
-        if self.device is not None:
-            self.device.use(variant.device_code)
-        try:
+        if self.device is None:
             code, info = variant.fn(ptrs)
-        finally:
-            if self.device is not None:
-                self.device.release()
-        if code == ERR_DEVICE and isinstance(self.device.error, HdslError):
-            raise self.device.error         # (the device's own message: a shader it cannot make)
-        if code == ERR_DEVICE:
-            raise HdslError(f"the {self.target.device} device failed: {self.device.error}", None)
+        else:
+            # GPU pipelines take the device table after the outputs (runtime/device.py). One
+            # call at a time per pipeline: the device's allocations, counts and error are the
+            # call's own until it ends (release frees what it left on the device)
+            with self._device_lock:
+                ptrs.append(ctypes.addressof(self.device.table()))
+                self.device.error = None
+                self.device.use(variant.device_code)
+                try:
+                    code, info = variant.fn(ptrs)
+                finally:
+                    self.device.release()
+                error = self.device.error
+            if code == ERR_DEVICE and isinstance(error, HdslError):
+                raise error         # (the device's own message: a shader it cannot make)
+            if code == ERR_DEVICE:
+                raise HdslError(f"the {self.target.device} device failed: {error}", None)
         if code != 0:
             raise self.error(code, info, inputs, sizes, mins, params)
         return outs

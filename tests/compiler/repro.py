@@ -4,7 +4,8 @@
     .venv/bin/python tests/compiler/repro.py --min NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
     HUNT_EXCLUDE=fuse .venv/bin/python tests/compiler/repro.py --hunt NAME [COUNT] [FIRST_SEED]
 
-Uses a temporary HDSL_CACHE_DIR unless one is set.
+Uses a temporary HDSL_CACHE_DIR unless one is set. HDSL_TEST_TARGET chooses the target
+(default host); a GPU target (cuda-emulate) also makes --hunt generate GPU schedules.
 """
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ from compiler_corpus import CORPUS, compare, for_schedule, load, reference  # no
 from schedule_gen import PipelineInfo, RandomChooser, generate  # noqa: E402
 
 
+TARGET = os.environ.get("HDSL_TEST_TARGET", "host")
+
+
 def run(name, block, w, h, seed, params_index=0):
     spec = CORPUS[name]
     p = load(spec, block)
-    c = p.compile("host", schedule="fuzz")
+    c = p.compile(TARGET, schedule="fuzz")
     args, expected = reference(spec, w, h, seed, spec.params[params_index])
     got = c.realize(spec.sizes(w, h), **args)
     compare(for_schedule(spec, block, expected), got, expected, f"{name} {w}x{h} seed {seed}: ")
@@ -40,7 +44,7 @@ def hunt(name, count, first):
     failures = 0
     for s in range(first, first + count):
         ch = RandomChooser(f"{name}-{s}")
-        block = generate(pi, ch, exclude=EXCLUDE).block("fuzz")
+        block = generate(pi, ch, exclude=EXCLUDE, gpu_valid=TARGET.startswith("cuda")).block("fuzz")
         w, h, seed = ch.int(1, 19), ch.int(1, 13), ch.int(0, 3)
         pidx = ch.int(0, len(spec.params) - 1)
         if os.environ.get("HUNT_ECHO"):

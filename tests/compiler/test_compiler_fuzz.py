@@ -19,6 +19,8 @@ rerun or minimise it with
 
     .venv/bin/python tests/compiler/repro.py NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
     .venv/bin/python tests/compiler/repro.py --min NAME W H SEED 'schedule fuzz { ... }' [PARAMS_INDEX]
+
+(with HDSL_TEST_TARGET=cuda-emulate for a GPU schedule: its note says the target).
 """
 from __future__ import annotations
 

@@ -104,3 +104,16 @@ def test_a_gpu_schedule_runs_from_the_compile_cache(image, tmp_path, monkeypatch
     assert second.native.timings["cached"]
     np.testing.assert_array_equal(second(img=image), first(img=image))
     assert second.native.device.counts["launch"] == 1
+
+
+def test_calls_from_several_threads_each_get_their_own_device_state(image):
+    """Two threads calling one compiled GPU pipeline: each call's device memory lives until
+    that call ends (a call's release must not free another's buffers mid-run)."""
+    from concurrent.futures import ThreadPoolExecutor
+    p = hdsl.loads(program(SCHEDULES["root_two_kernels"]))
+    c = p.compile(GPU_TARGET)
+    ref = p(img=image)
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(lambda _: c(img=image), range(16)))
+    assert all(np.array_equal(o, ref) for o in outs)
+    assert c.native.device.counts["launch"] == 32 and c.native.device.counts["to_host"] == 16

@@ -97,6 +97,8 @@ def test_no_gpu_loop_is_left_outside_kernels_and_a_cpu_target_refuses_them():
      "a GPU block of 2048 threads (at loop 'xi' of 'out'): at most 1024 threads per block"),
     ("out.split(y, yo, yi, 8).parallel(yo).gpu_blocks(yi)", 11,
      "GPU loop 'yi' of 'out' is inside parallel loop 'yo' of 'out'"),
+    ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x).parallel(y)", 12,
+     "parallel loop 'y' of 'bx' is inside a GPU kernel (of block loop 'y' of 'out')"),
     ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x).gpu_tile(x, y, xi, yi, 4, 4)", 12,
      "GPU block loop 'y' of 'bx' is inside the kernel of GPU block loop 'y' of 'out'"),
     ("out.split(x, x, xi, 2).split(xi, xi, xii, 2).split(y, y, yi, 2).gpu_blocks(x, y, xi).gpu_blocks(yi)", 11,

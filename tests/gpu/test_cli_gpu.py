@@ -1,0 +1,43 @@
+"""The command line with GPU targets: `hdsl run --target cuda-emulate` gives the evaluator's
+image, `hdsl lower` shows the kernels and their launch bounds, `hdsl check --lower` lowers
+`schedule cuda` blocks for cuda-emulate and reports their nesting errors at the directive."""
+import numpy as np
+
+from hdsl.cli import main
+from hdsl.runtime.images import load_image
+from tests.gpu.programs import BLUR, with_cuda_schedule
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return code, out.out, out.err
+
+
+def test_run_lower_and_check_with_a_gpu_target(tmp_path, capsys):
+    prog = tmp_path / "g.hl"
+    prog.write_text(with_cuda_schedule(BLUR, "out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x)"
+                                             ".gpu_threads(x, y)"))
+    img = tmp_path / "img.npy"
+    np.save(img, np.random.default_rng(1).integers(0, 65535, (21, 34), dtype=np.uint16))
+    for target in ("cuda-emulate", "interp"):
+        code, _, err = run(capsys, "run", prog, "--input", f"img={img}", "--output", tmp_path / f"{target}.npy",
+                           "--target", target)
+        assert code == 0, err
+    assert np.array_equal(load_image(tmp_path / "cuda-emulate.npy"), load_image(tmp_path / "interp.npy"))
+    code, out, _ = run(capsys, "lower", prog, "--target", "cuda-emulate")
+    assert code == 0
+    assert ("launch kernel_out_0 on host_emulate: grid ((out.s0.x.max - out.s0.x.min + 16) / 16, "
+            "(out.s0.y.max - out.s0.y.min + 8) / 8), threads (16, 10), shared (i64)320 bytes") in out
+    assert "allocate bx: u16[bx.size] in gpu_shared" in out and "gpu_barrier" in out
+    assert run(capsys, "check", "--lower", prog)[0] == 0
+
+
+def test_check_lower_reports_a_gpu_nesting_error(tmp_path, capsys):
+    prog = tmp_path / "g.hl"
+    prog.write_text(with_cuda_schedule(BLUR, "out.gpu_threads(x, y)"))
+    code, _, err = run(capsys, "check", "--lower", prog)
+    assert code == 1
+    assert err.startswith(f"{prog}:11:5: error: GPU thread loop 'y' of 'out' is not inside a GPU block loop\n")
+    assert "hint: mark an outer loop gpu_blocks (gpu_tile does both)" in err
