@@ -7,7 +7,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-slow bench wheel vsix clean distclean
+.PHONY: venv mesa demo test test-slow bench wheel vsix clean distclean
 
 venv: $(STAMP)
 
@@ -41,7 +41,19 @@ vsix: $(NODE_STAMP)
 	mkdir -p dist
 	cd editors/vscode && npx --yes $(VSCE) package --skip-license --allow-missing-repository -o ../../dist/hdsl.vsix
 
-test: venv $(NODE_STAMP)
+# Mesa's OpenGL (llvmpipe: OpenGL 4.5 on the CPU, headless through EGL) for the OpenGL back end's
+# tests, installed with apt only when a package is missing (CI runs as root; a machine that has
+# them runs no apt at all). Debian/Ubuntu package names; docs/opengl.md says what they are for.
+MESA_PKGS := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libgl1 libglx-mesa0
+mesa:
+	@missing=$$(for p in $(MESA_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q '^install ok installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Mesa for the OpenGL tests: $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test: venv mesa $(NODE_STAMP)
 	$(PYTHON) -m pytest -n 2 -q
 
 # the long sweeps (hypothesis with many examples, thousands of mutated programs) that `make test` runs in a small form

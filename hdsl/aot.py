@@ -23,7 +23,7 @@ from hdsl.ir.func import Pipeline
 
 # the thread pool runtime's functions the generated code calls (renamed NAME__f in an object)
 RUNTIME_FUNCTIONS = ("parallel_for", "num_threads", "malloc", "free")
-EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html", "ptx")
+EMIT_KINDS = ("o", "so", "h", "ll", "s", "stmt", "html", "ptx", "glsl")
 # a cuda target's files: its kernels' PTX (one file, every kernel) and the loop nest
 CUDA_EMIT_KINDS = ("ptx", "stmt", "html")
 
@@ -58,6 +58,16 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
                         "compile ahead of time", None,
                         "compile for " + ", ".join(native) + " (each may end in -fast_math); "
                         "`hdsl run --target interp` runs the evaluator")
+    if tgt.arch == "opengl":
+        wrong = [k for k in emit if k not in ("glsl", "stmt")]
+        if wrong:
+            raise HdslError(f"--emit {wrong[0]} is not made for target 'opengl': its code is GLSL shaders, "
+                            "compiled by the OpenGL driver when the pipeline runs", None,
+                            "use --emit glsl (the shaders) or --emit stmt (the loop nest)")
+        return _write_staged(out_dir, name or c_name(p), lambda stage, nm: _glsl_into(p, stage, schedule, emit, nm))
+    if "glsl" in emit:
+        raise HdslError(f"--emit glsl is made for target 'opengl' only (not '{tgt.name}')", None,
+                        "add --target opengl")
     if tgt.device == "cuda":
         other = [k for k in emit if k not in CUDA_EMIT_KINDS]
         if other:
@@ -72,7 +82,16 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         raise HdslError("--emit ptx needs a cuda target", None,
                         "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
     fast_math, base_target = tgt.fast_math, tgt.cpu
-    name = name or c_name(p)
+    if tgt.device == "cuda":
+        return _write_staged(out_dir, name or c_name(p),
+                             lambda stage, nm: _compile_cuda_into(p, stage, tgt, schedule, emit, nm))
+    return _write_staged(out_dir, name or c_name(p),
+                         lambda stage, nm: _compile_into(p, stage, base_target, fast_math, schedule, emit, nm))
+
+
+def _write_staged(out_dir, name: str, make) -> dict[str, Path]:
+    """`make(stage, name)` writes its files into a temporary folder inside out_dir; they are moved
+    into out_dir when all are made."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -81,10 +100,7 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         raise HdslError(f"cannot write into '{out}': {e.strerror or e}", None,
                         "choose another output folder with -o DIR") from None
     try:
-        if tgt.device == "cuda":
-            made = _compile_cuda_into(p, stage, tgt, schedule, emit, name)
-        else:
-            made = _compile_into(p, stage, base_target, fast_math, schedule, emit, name)
+        made = make(stage, name)
         written = {}
         for kind, path in made.items():
             written[kind] = out / path.name
@@ -92,6 +108,25 @@ def compile_to_files(p: Pipeline, out_dir: str | Path, target: str = "host", sch
         return written
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _glsl_into(p: Pipeline, out: Path, schedule: str | None, emit: tuple[str, ...], name: str) -> dict[str, Path]:
+    """Target opengl: NAME.glsl, every kernel's compute shader (hdsl/codegen/glsl.py), and the
+    loop nest that launches them (NAME.stmt)."""
+    from hdsl.codegen.glsl import glsl_listing
+    from hdsl.ir.expr import no_collection
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import lower
+    with no_collection():
+        low = lower(p, schedule, parse_target("opengl"))
+        written = {}
+        if "glsl" in emit:
+            written["glsl"] = out / f"{name}.glsl"
+            written["glsl"].write_text(glsl_listing(low.stmt, p.name))
+        if "stmt" in emit:
+            written["stmt"] = out / f"{name}.stmt"
+            written["stmt"].write_text(stmt_str(low.stmt))
+    return written
 
 
 def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, schedule: str | None,

@@ -366,7 +366,9 @@ def cmd_compile(args) -> int:
     from hdsl.aot import compile_to_files
     p = hdsl.load(args.file)
     from hdsl.target import parse_target
-    kinds = args.emit if args.emit is not None else ("ptx" if parse_target(args.target).device == "cuda" else "o,h")
+    tgt = parse_target(args.target)
+    kinds = args.emit if args.emit is not None else \
+        ("ptx" if tgt.device == "cuda" else "glsl" if tgt.arch == "opengl" else "o,h")
     emit = tuple(k.strip() for k in kinds.split(",") if k.strip())
     written = compile_to_files(p.ir, args.o, args.target, args.schedule, emit)
     for kind in emit:
@@ -517,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("-o", default=".", metavar="DIR", help="output directory (default: .)")
     co.add_argument("--emit", default=None, metavar="KINDS",
                     help="comma-separated: o,so,h,ll,s,stmt,html (default o,h); for a cuda target ptx,stmt,html "
-                         "(default ptx: every kernel in one PTX file)")
+                         "(default ptx: every kernel in one PTX file); for opengl glsl,stmt (default glsl)")
     co.set_defaults(fn=cmd_compile)
     be = sub.add_parser("bench", help="time a pipeline on random inputs (compile cold, cached, and runs)")
     be.add_argument("file", metavar="FILE", help="the .hl program")

@@ -171,6 +171,9 @@ def device_for(name: str) -> Device:
         from hdsl.runtime.cuda import CudaDevice        # (pycuda is imported when one is made)
         DEVICES["cuda"] = CudaDevice
     cls = DEVICES.get(name)
+    if cls is None and name == "opengl":
+        from hdsl.runtime.opengl import OpenGLDevice     # (PyOpenGL only when asked for)
+        cls = DEVICES["opengl"] = OpenGLDevice
     if cls is None:
         from hdsl.diagnostics import HdslError
         raise HdslError(f"no run-time support for the '{name}' device in this build of hdsl", None,

@@ -53,12 +53,17 @@ class _Variant:
         from hdsl.ir.expr import clear_interned, no_collection
         from hdsl.runtime.jit import compile_jobs
         with no_collection():
+            if target.device == "opengl":
+                # (what GLSL cannot do, found before anything is compiled or cached)
+                from hdsl.codegen.glsl import check_kernels
+                from hdsl.lower.lower import choose_schedule
+                check_kernels(self.lowered.stmt, p, choose_schedule(p, schedule, target))
             parts = split_module(self.module, compile_jobs())     # lowering and code generation
         if shift:
             from hdsl.lower.loops import check_shifted
             check_shifted(self.lowered.shifted, p, schedule, target)
-        if target.device == "cuda":
-            self.device_code     # (the kernels' PTX, while the lowered loop nest is at hand)
+        if target.device in ("cuda", "opengl"):
+            self.device_code     # (the kernels' PTX or IR, while the lowered loop nest is at hand)
         t1 = time.perf_counter()
         # the loop nest, the llvmlite module and the interned expressions are large object
         # graphs (the local Laplacian's: millions of objects) that every later garbage
@@ -92,10 +97,16 @@ class _Variant:
 
     @property
     def device_code(self):
-        """The cuda device's PTX module (hdsl/runtime/cuda.py), None for other targets."""
+        """The device code of the variant: the cuda device's PTX module (hdsl/runtime/cuda.py),
+        the opengl device's kernels ({name: Kernel}, from the lowered loop nest: lowered again
+        after a cached compile; their shaders are made at launch, for the launch's sizes), None
+        for other targets."""
         if self._device_code is None and self.target.device == "cuda":
             from hdsl.runtime.cuda import cached_device_code
             self._device_code = cached_device_code(self, self._device_code_path)
+        elif self._device_code is None and self.target.device == "opengl":
+            from hdsl.lower.gpu import kernels_of
+            self._device_code = {lk.kernel.name: lk.kernel for lk in kernels_of(self.lowered.stmt)}
         return self._device_code
 
 
@@ -195,6 +206,8 @@ class NativePipeline:
                 finally:
                     self.device.release()
                 error = self.device.error
+            if code == ERR_DEVICE and isinstance(error, HdslError):
+                raise error         # (the device's own message: a shader it cannot make)
             if code == ERR_DEVICE:
                 raise HdslError(f"the {self.target.device} device failed: {error}", None)
         if code != 0:
