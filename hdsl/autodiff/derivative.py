@@ -210,6 +210,20 @@ def _offset_of(a: Expr, pure: set[str]) -> tuple[str, Expr] | None:
     return None
 
 
+_NONE = 2 ** 31 - 1       # no position
+
+
+def _linear_index(rd: RDom | None) -> Expr:
+    """The position of the current point in rdom order (dim 0 fastest), from 0."""
+    if rd is None:
+        return Const(I32, 0)
+    lin: Expr = Const(I32, 0)
+    for d in reversed(range(len(rd.bounds))):
+        lo, ext = rd.bounds[d]
+        lin = BinOp("+", BinOp("*", lin, ext, I32), BinOp("-", RVar(rd, d), lo, I32), I32)
+    return lin
+
+
 def _dim_names(n: int) -> list[str]:
     return list("xyzw"[:n]) if n <= 4 else [f"x{i}" for i in range(n)]
 
@@ -221,6 +235,7 @@ class _Builder:
         self.grad = Gradient(loss)
         self.regions = required_regions(loss)
         self.terms: dict[int, list[Expr]] = {}      # id(adjoint Func) -> gathered terms
+        self.first: dict[int, Expr] = {}            # id(min/max Func) -> its first_position call
         self.n_rdoms = 0
 
     def make(self, name: str, args: list[str], t: Type, span) -> Func:
@@ -283,8 +298,8 @@ class _Builder:
                 continue
             seed: Expr = FuncCall(d, tuple(pure), 0, d.types[0])
             if extremum is not None:
-                # only where the initial value is the result does it receive the adjoint
-                seed = _mask(_cmp("==", f.values[k], FuncCall(f, tuple(pure), k, f.types[k])), seed)
+                # the initial value receives the adjoint only where no element reached the result
+                seed = _mask(_cmp("==", self.first_position(f), Const(I32, _NONE)), seed)
             self.contribute_all(f, -1, f.values[k], seed)
         for j, u in enumerate(f.updates):
             for k, d in enumerate(ds):
@@ -299,6 +314,47 @@ class _Builder:
             if isinstance(v, BinOp) and v.op in ("min", "max") and self.self_read(f, f.updates[0], v.a, 0):
                 return v.op
         return None
+
+    def first_position(self, f: Func) -> Expr:
+        """For a min/max reduction f(x) = max(f(x), e(r)): a call of a Func holding the first
+        position in rdom order (a linear index) where e(r) equals the result, or _NONE. The adjoint
+        goes there alone, so an element that a window sees twice (a mirrored border) counts once
+        and a tie goes to the first, as argmax's does."""
+        got = self.first.get(id(f))
+        if got is not None:
+            return got
+        u = f.updates[0]
+        pure = tuple(Var(a) for a in f.args)
+        if len(pure_positions(f, u)) != f.dims or len(u.args) != f.dims:
+            raise DerivativeError(f"cannot differentiate this min/max update of '{f.name}': it writes "
+                                  "computed coordinates", u.span,
+                                  "write it over the Func's pure vars, e.g. f(x, y) = max(f(x, y), e)")
+        rd = None
+        if u.rdom is not None:
+            old = u.rdom
+            rd = RDom(f"{f.name}.first.r", list(old.bounds), None, u.span)
+
+            def move(x):
+                return substitute(x, lambda n: RVar(rd, n.index) if isinstance(n, RVar) and n.rdom is old else None)
+            if old.predicate is not None:
+                rd.predicate = move(old.predicate)
+        else:
+            def move(x):
+                return x
+        v = u.values[0]
+        e = v.b if self.self_read(f, u, v.a, 0) else v.a
+        pos = self.new_func(f"{f.name}.first", u.span)
+        pos.implicit = True
+        pos.args = list(f.args)
+        pos.values = [Const(I32, _NONE)]
+        cur = FuncCall(pos, pure, 0, I32)
+        hit = _cmp("==", move(e), FuncCall(f, pure, 0, f.types[0]))
+        pos.updates.append(Update(list(pure), [BinOp("min", cur, Select(hit, move(_linear_index(u.rdom)),
+                                                                           Const(I32, _NONE), I32), I32)],
+                                  rd, u.span))
+        self.grad.made.append(pos)
+        self.first[id(f)] = cur
+        return cur
 
     def self_read(self, f: Func, u: Update, e: Expr, k: int) -> bool:
         return isinstance(e, FuncCall) and e.func is f and e.index == k and \
@@ -315,8 +371,8 @@ class _Builder:
                     return other, at
                 if v.op == "-":
                     return other, _neg(at)
-                if len(f.updates) == 1 and mine is v.a:
-                    return other, _mask(_cmp("==", other, FuncCall(f, lhs, k, f.types[k])), at)
+                if self.extremum_update(f) is not None:
+                    return other, _mask(_cmp("==", _linear_index(u.rdom), self.first_position(f)), at)
         raise DerivativeError(
             f"cannot differentiate this update of '{f.name}'", u.span,
             "the derivative handles updates that add to the value in place, "
@@ -368,8 +424,13 @@ class _Builder:
             return lo, hi
 
         for v, (i, c) in solved.items():
-            lo, hi = bounds(v)
             src = BinOp("-", Var(d.args[i]), c, I32)
+            lo, hi = where[v]
+            if lo is None or hi is None:
+                # a data-dependent region (bilateral_grid's z): gather without clamping; the
+                # gradient pipeline's bounds inference sizes the forward Func for it
+                mapping[v] = src
+                continue
             mapping[v] = BinOp("max", BinOp("min", src, hi, I32), lo, I32)
             ok = BinOp("&&", _cmp(">=", src, lo), _cmp("<=", src, hi), BOOL)
             inside = ok if inside is None else BinOp("&&", inside, ok, BOOL)
@@ -386,14 +447,18 @@ class _Builder:
             for k, v in enumerate(unsolved):
                 mapping[v] = RVar(rd, len(dims) - len(unsolved) + k)
 
+        def rvars(x: Expr) -> Expr:           # the definition's rvars become the new rdom's
+            return substitute(x, lambda n: RVar(rd, n.index) if isinstance(n, RVar) and rd_old is not None
+                              and n.rdom is rd_old else None)
+
+        mapping = {v: rvars(e) for v, e in mapping.items()}
+
         def rewrite(x: Expr) -> Expr:
-            x = substitute(x, lambda n: RVar(rd, n.index) if isinstance(n, RVar) and rd_old is not None
-                           and n.rdom is rd_old else None)
-            return substitute(x, lambda n: mapping.get(n.name) if isinstance(n, Var) else None)
+            return substitute(rvars(x), lambda n: mapping.get(n.name) if isinstance(n, Var) else None)
 
         term = rewrite(w)
         if inside is not None:
-            term = _mask(inside, term)
+            term = _mask(rvars(inside), term)
         if rd is not None and rd_old is not None and rd_old.predicate is not None:
             rd.predicate = rewrite(rd_old.predicate)
         t = d.types[0]
