@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hdsl.autodiff.regions import required_regions
+from hdsl.autodiff.regions import interval, required_regions, stage_env
 from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import (BinOp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar, Select, Unary,
                           Var, free_vars, intern, substitute)
@@ -362,7 +362,7 @@ class _Builder:
 
     def update_seed(self, f: Func, j: int, u: Update, k: int, d: Func) -> tuple[Expr, Expr]:
         v = u.values[k]
-        lhs = tuple(u.args)
+        lhs = tuple(self.bounded(a, stage_env(f, self.regions.get(id(f), []), j)) for a in u.args)
         at = FuncCall(d, lhs, 0, d.types[0])
         if isinstance(v, BinOp) and v.op in ("+", "-", "min", "max"):
             mine, other = (v.a, v.b) if self.self_read(f, u, v.a, k) else (v.b, v.a)
@@ -378,6 +378,17 @@ class _Builder:
             "the derivative handles updates that add to the value in place, "
             f"e.g. {f.name}(...) += e or {f.name}(...) -= e, and a single min/max reduction; "
             "scans, overwrites and products are not supported yet")
+
+    @staticmethod
+    def bounded(a: Expr, env: dict) -> Expr:
+        """A data-dependent coordinate clamped into the range it provably lies in (a no-op on
+        its values), so that bounds inference can size what the gradient reads or writes there."""
+        if isinstance(a, (Var, Const)):
+            return a
+        lo, hi = interval(a, env)
+        if lo is None or hi is None:
+            return a
+        return BinOp("max", BinOp("min", a, hi, I32), lo, I32)
 
     @staticmethod
     def reads(e: Expr, f: Func) -> bool:
@@ -477,7 +488,8 @@ class _Builder:
             self.grad.made.append(s)
             self.terms[id(d)].append(cur)
             return
-        lhs = [out_args[i] if i not in scattered else rewrite(a) for i, a in enumerate(args)]
+        env = stage_env(f, region, stage)
+        lhs = [out_args[i] if i not in scattered else rewrite(self.bounded(a, env)) for i, a in enumerate(args)]
         cur = FuncCall(d, tuple(lhs), 0, t)
         d.updates.append(Update(lhs, [_bin("+", cur, term)], rd, span))
 

@@ -48,6 +48,10 @@ def interval(e: Expr, env: dict) -> Bound:
     if isinstance(e, Cast) and e.type == I32 and not e.value.type.is_float() and \
             (e.value.type == I32 or e.value.type.bits < 32):          # a lossless widening
         return interval(e.value, env)
+    if isinstance(e, Cast) and e.type == I32 and e.value.type.is_float():
+        # float -> int truncates toward zero, which is monotone
+        lo, hi = float_interval(e.value, env)
+        return (None if lo is None else Cast(I32, lo), None if hi is None else Cast(I32, hi))
     if isinstance(e, Select):
         (tl, th), (fl, fh) = interval(e.t, env), interval(e.f, env)
         return (_op("min", tl, fl), _op("max", th, fh))
@@ -73,6 +77,51 @@ def interval(e: Expr, env: dict) -> Bound:
         return (_op("/", lo, c), _op("/", hi, c))
     if e.op == "%" and k > 0 and c is e.b:
         return (Const(I32, 0), Const(I32, k - 1))
+    return (None, None)
+
+
+def float_interval(e: Expr, env: dict) -> Bound:
+    """(lo, hi) of a float expression as float expressions (None where unknown): enough for a
+    data-dependent coordinate such as i32(clamp(v, 0.0f, 1.0f) * (1.0f / sigma) + 0.5f)."""
+    t = e.type
+    if isinstance(e, (Const, Param)):
+        return (e, e)
+    if isinstance(e, Cast) and e.value.type.is_float():
+        lo, hi = float_interval(e.value, env)
+        return (None if lo is None else Cast(t, lo), None if hi is None else Cast(t, hi))
+    if isinstance(e, Cast) and e.value.type == I32:
+        lo, hi = interval(e.value, env)
+        return (None if lo is None else Cast(t, lo), None if hi is None else Cast(t, hi))
+    if not isinstance(e, BinOp) or not t.is_float():
+        return (None, None)
+    (al, ah), (bl, bh) = float_interval(e.a, env), float_interval(e.b, env)
+
+    def f(op, a, b):
+        return None if a is None or b is None else BinOp(op, a, b, t)
+
+    if e.op == "+":
+        return (f("+", al, bl), f("+", ah, bh))
+    if e.op == "-":
+        return (f("-", al, bh), f("-", ah, bl))
+    if e.op == "min":
+        return (f("min", al, bl), ah if bh is None else bh if ah is None else f("min", ah, bh))
+    if e.op == "max":
+        return (bl if al is None else al if bl is None else f("max", al, bl), f("max", ah, bh))
+    if None in (al, ah, bl, bh):
+        return (None, None)
+    if e.op == "/" and bl is bh:
+        if al is ah:
+            p = f("/", al, bl)
+            return (p, p)
+        p, q = f("/", al, bl), f("/", ah, bl)
+        return (f("min", p, q), f("max", p, q))
+    if e.op == "*":
+        if al is ah and bl is bh:
+            p = f("*", al, bl)
+            return (p, p)
+        ps = [f("*", x, y) for x in (al, ah) for y in (bl, bh)]
+        return (f("min", f("min", ps[0], ps[1]), f("min", ps[2], ps[3])),
+                f("max", f("max", ps[0], ps[1]), f("max", ps[2], ps[3])))
     return (None, None)
 
 
