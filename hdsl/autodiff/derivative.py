@@ -489,7 +489,19 @@ class _Builder:
             self.terms[id(d)].append(cur)
             return
         env = stage_env(f, region, stage)
-        lhs = [out_args[i] if i not in scattered else rewrite(self.bounded(a, env)) for i, a in enumerate(args)]
+        lhs = []
+        for i, a in enumerate(args):
+            if i not in scattered:
+                lhs.append(out_args[i])
+                continue
+            b = self.bounded(a, env)
+            if b is a and not isinstance(a, (Var, Const)):
+                what = leaf.func.name if isinstance(leaf, FuncCall) else leaf.buffer.name
+                raise DerivativeError(
+                    f"cannot differentiate this read of '{what}': its coordinate {i} depends on data "
+                    "and has no bound, so there is no telling where its gradient goes", span,
+                    f"clamp the coordinate, e.g. {what}(clamp(i32(v), 0, 255))")
+            lhs.append(rewrite(b))
         cur = FuncCall(d, tuple(lhs), 0, t)
         d.updates.append(Update(lhs, [_bin("+", cur, term)], rd, span))
 
