@@ -25,8 +25,9 @@ How (the facts follow the paper; the code is ours):
 - Updates: `f(L) += e`, `f(L) -= e` (any left-hand side, any number of them)
   pass the adjoint straight through; a single `f(L) = max(f(L), e)` or
   `min` (the inline `maximum`/`minimum`) sends it to every element equal to
-  the result. Other updates (scans, overwrites, products) are refused with a
-  positioned error.
+  the result. A recursive filter (`.iir`) is reversed: its adjoint is the
+  same recursion run the other way (reverse_iir). Other updates (scans
+  written by hand, overwrites, products) are refused with a positioned error.
 """
 from __future__ import annotations
 
@@ -54,14 +55,24 @@ class Gradient:
     params: dict[str, Func] = field(default_factory=dict)              # param name -> 0-dim d_param
     made: list[Func] = field(default_factory=list)                     # every Func it created
 
+    # what has a gradient this one does not compute (id(Func or buffer), or a param's name) -> why
+    refused: dict = field(default_factory=dict)
+
+    def _check(self, key) -> None:
+        if key in self.refused:
+            raise self.refused[key]
+
     def of_func(self, f: Func, index: int = 0) -> Func | None:
+        self._check(id(f))
         ds = self.funcs.get(id(f))
         return ds[index] if ds else None
 
     def of_input(self, b: InputBuffer) -> Func | None:
+        self._check(id(b))
         return self.inputs.get(id(b))
 
     def of_param(self, name: str) -> Func | None:
+        self._check(name)
         return self.params.get(name)
 
 
@@ -296,17 +307,67 @@ class _Builder:
         for k, d in enumerate(ds):
             if d is None or not f.types[k].is_float():
                 continue
+            # updates last to first: `d` is the adjoint of the value after update j; a recursive
+            # filter changes it (to the adjoint of the value before), the others pass it through
+            for j in reversed(range(len(f.updates))):
+                u = f.updates[j]
+                if u.iir is not None and len(f.values) == 1:
+                    d = self.reverse_iir(f, j, u, d)
+                    continue
+                e, seed = self.update_seed(f, j, u, k, d)
+                self.contribute_all(f, j, e, seed)
             seed: Expr = FuncCall(d, tuple(pure), 0, d.types[0])
             if extremum is not None:
                 # the initial value receives the adjoint only where no element reached the result
                 seed = _mask(_cmp("==", self.first_position(f), Const(I32, _NONE)), seed)
             self.contribute_all(f, -1, f.values[k], seed)
-        for j, u in enumerate(f.updates):
-            for k, d in enumerate(ds):
-                if d is None or not f.types[k].is_float():
-                    continue
-                e, seed = self.update_seed(f, j, u, k, d)
-                self.contribute_all(f, j, e, seed)
+
+    def reverse_iir(self, f: Func, j: int, u: Update, d: Func) -> Func:
+        """The adjoint of the value before the recursive filter `u` from `d`, the adjoint after
+        it: the same recursion run the other way, g(v) = d(v) + a1 g(v ± 1) + ... over [lo, hi),
+        then times b0 there (outside [lo, hi) the filter leaves f as it was: d passes through)."""
+        dim, direction, lo, hi, b0, feedback = u.iir
+        for c in [b0] + list(feedback):
+            for leaf, _ in expr_adjoints(c, _c(c.type, 1)):
+                # what the coefficients read has a gradient this does not compute: refuse it when asked
+                key = leaf.name if isinstance(leaf, Param) else \
+                    id(leaf.func if isinstance(leaf, FuncCall) else leaf.buffer)
+                self.grad.refused.setdefault(key, DerivativeError(
+                    f"cannot differentiate the coefficients of this filter of '{f.name}'", u.span,
+                    "the gradient by a recursive filter's coefficients is not supported yet; "
+                    "the gradient by its input is"))
+        t = f.types[0]
+        g = self.make(f"d_{f.name}.s{j}", f.args, t, u.span)
+        self.terms.pop(id(g))
+        pure = [Var(a) for a in f.args]
+        g.values = [FuncCall(d, tuple(pure), 0, t)]
+        one = Const(I32, 1)
+        last = BinOp("-", hi, one, I32)
+        rd = RDom(f"{g.name}.r", [(lo, BinOp("-", hi, lo, I32))], None, u.span)
+        r = RVar(rd, 0)
+        # reversed: a causal (+) filter's adjoint runs downward, reading g at v + i
+        coord = BinOp("-", BinOp("+", lo, last, I32), r, I32) if direction == "+" else r
+
+        def at(c):
+            return FuncCall(g, tuple(c if i == dim else p for i, p in enumerate(pure)), 0, t)
+
+        total = at(coord)
+        for i, a in enumerate(feedback, start=1):
+            if direction == "+":
+                src = BinOp("+", coord, Const(I32, i), I32)
+                inside, safe = _cmp("<=", src, last), BinOp("min", src, last, I32)
+            else:
+                src = BinOp("-", coord, Const(I32, i), I32)
+                inside, safe = _cmp(">=", src, lo), BinOp("max", src, lo, I32)
+            total = _bin("+", total, _bin("*", a, _mask(inside, at(safe))))
+        args = [coord if i == dim else p for i, p in enumerate(pure)]
+        g.updates.append(Update(args, [total], rd, u.span,
+                                (dim, "-" if direction == "+" else "+", lo, hi, _c(t, 1), list(feedback))))
+        rd2 = RDom(f"{g.name}.b0", [(lo, BinOp("-", hi, lo, I32))], None, u.span)
+        args2 = [RVar(rd2, 0) if i == dim else p for i, p in enumerate(pure)]
+        here = FuncCall(g, tuple(args2), 0, t)
+        g.updates.append(Update(args2, [_bin("*", b0, here)], rd2, u.span))
+        return g
 
     def extremum_update(self, f: Func) -> str | None:
         if len(f.updates) == 1 and len(f.values) == 1:

@@ -32,6 +32,14 @@ def derivative_call(el, n, scope, ctx):
 
 
 def gradient_call(el, gv: GradVal, n, scope, ctx):
+    try:
+        return _gradient_call(el, gv, n, scope, ctx)
+    except DerivativeError as e:
+        d = e.diagnostics[0]
+        el.error(d.message, d.span or n.span, d.hint, [("the gradient is asked for here", n.span)])
+
+
+def _gradient_call(el, gv: GradVal, n, scope, ctx):
     from hdsl.frontend.elaborate import DefContext
     grad = gv.gradient
     if len(n.args) != 1 or not isinstance(n.args[0], ast.Name):

@@ -181,3 +181,39 @@ def test_native_gradients_equal_the_evaluator(name, kwargs, wrt):
     got = g.compile("host")(**kwargs)
     for w in ["loss"] + wrt:
         assert np.array_equal(np.asarray(got[w]), np.asarray(ref[w])), w
+
+
+IIR = """
+pipeline iir
+input img: f64[2]
+input wt: f64[2]
+param a1: f64 = 0.5
+output out: f64[2]
+algorithm {
+    rf(x, y) = img(x, y) * img(x, y)
+    rf.iir(+x, 0..img.width, 1 - a1, [a1])
+    rf.iir(-x, 1..img.width - 1, f64(0.3), [f64(0.4), f64(0.3)])
+    rf.iir(+y, 0..img.height, f64(0.6), [f64(0.4)])
+    rf(x, y) += img(x, y)
+    out(x, y) = rf(x, y)
+    rdom r = wt
+    loss() = sum(rf(r.x, r.y) * wt(r.x, r.y))
+}
+"""
+
+
+def test_recursive_filters_reverse():
+    """The adjoint of a causal filter is the anticausal one with the same feedback (and b0 applied
+    inside its range); three filters along x, x (on a sub-range) and y, then a `+=`."""
+    check_gradient(IIR, dict(img=rand(6, 7), wt=rand(6, 7, lo=-1), a1=0.5), ["img"])
+
+
+def test_recursive_filter_native_equals_evaluator():
+    kwargs = dict(img=rand(9, 13), wt=rand(9, 13, lo=-1), a1=0.5)
+    g = hdsl.loads(IIR).gradient("loss", ["img"])
+    assert np.array_equal(g.compile("host")(**kwargs)["img"], g(**kwargs)["img"])
+
+
+def test_recursive_filter_coefficient_gradient_is_refused():
+    with pytest.raises(hdsl.HdslError, match="coefficients of this filter of 'rf'"):
+        hdsl.loads(IIR).gradient("loss", ["a1"])
