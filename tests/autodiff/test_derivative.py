@@ -217,3 +217,26 @@ def test_recursive_filter_native_equals_evaluator():
 def test_recursive_filter_coefficient_gradient_is_refused():
     with pytest.raises(hdsl.HdslError, match="coefficients of this filter of 'rf'"):
         hdsl.loads(IIR).gradient("loss", ["a1"])
+
+
+PREDICATED = """
+pipeline predicated
+use boundary
+input img: f64[1]
+input w: f64[1]
+output out: f64[1]
+algorithm {
+    c = mirror_interior(img)
+    var x
+    rdom k = [0..5] where (k.x + x) % 3 != 0
+    out(x) = sum(w(k.x) * c(x + k.x - 2))
+    rdom r = img
+    loss() = sum(out(r.x) * out(r.x) * img(r.x))
+}
+"""
+
+
+def test_predicated_rdom_depending_on_a_pure_var():
+    """The `where` condition travels with the gather (it names the reading Func's pure var x,
+    which the gather replaces by x' - (k.x - 2))."""
+    check_gradient(PREDICATED, dict(img=rand(11), w=rand(5, lo=-1)), ["img", "w"])
