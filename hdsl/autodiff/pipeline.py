@@ -7,7 +7,7 @@ from hdsl.autodiff.derivative import propagate_adjoints
 from hdsl.autodiff.schedule import schedule_gradients
 from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import Const, FuncCall, Var
-from hdsl.ir.func import Func, Pipeline, topo_order
+from hdsl.ir.func import Directive, Func, Pipeline, calls_in, definition_exprs, topo_order
 
 
 def gradient_pipeline(ir: Pipeline, loss: str, wrt: list[str]) -> tuple[Pipeline, list[tuple[str, str]]]:
@@ -75,6 +75,25 @@ def gradient_pipeline(ir: Pipeline, loss: str, wrt: list[str]) -> tuple[Pipeline
         s2.funcs = dict(s.funcs)
         schedules[name] = s2
     schedule_gradients(schedules, grad.made)
+    # The forward pipeline's outputs stay computed at the root (other Funcs' schedules may
+    # say compute_at(out, y), and out is no output here). A forward Func that the gradient
+    # reads and that the schedule computes inside another's loops is computed at the root
+    # instead, its other directives kept: the gradient's loops are not the forward ones
+    # (the simplest checkpointing rule; name the Func in a schedule of p.gradient's own to do
+    # otherwise).
+    made = {id(g) for g in grad.made}
+    read = {id(c.func) for g in grad.made for c in calls_in(definition_exprs(g))
+            if isinstance(c, FuncCall) and id(c.func) not in made}
+    for name, s in schedules.items():
+        if s.auto:
+            continue
+        for g in topo_order([f]):
+            ds = s.for_func(g)
+            placed = [d for d in ds if d.name in ("compute_at", "store_at", "compute_inline", "store_root",
+                                                   "compute_root")]
+            if g in ir.outputs and not placed or id(g) in read and any(d.name == "compute_at" for d in ds):
+                s.funcs[id(g)] = g
+                s.directives[id(g)] = [Directive("compute_root", [])] + [d for d in ds if d not in placed]
     out = Pipeline(f"{ir.name}_gradient", ir.inputs, ir.params, outputs, [o.types[0] for o in outputs],
                    schedules, ir.filename, "", dict(ir.named))
     return out, kinds
