@@ -240,3 +240,27 @@ def test_predicated_rdom_depending_on_a_pure_var():
     """The `where` condition travels with the gather (it names the reading Func's pure var x,
     which the gather replaces by x' - (k.x - 2))."""
     check_gradient(PREDICATED, dict(img=rand(11), w=rand(5, lo=-1)), ["img", "w"])
+
+
+def test_python_api_errors_name_what_exists():
+    p = hdsl.loads(STENCIL)
+    with pytest.raises(hdsl.HdslError, match="no Func named 'los'") as e:
+        p.gradient("los", ["img"])
+    assert "loss" in str(e.value)
+    with pytest.raises(hdsl.HdslError, match="no input, param or Func named 'imgg'") as e:
+        p.gradient("loss", ["imgg"])
+    assert "img" in str(e.value)
+    with pytest.raises(hdsl.HdslError, match="must be a single float value with no coordinates"):
+        p.gradient("out", ["img"])
+
+
+def test_gradient_by_an_intermediate_func_is_the_chain_rule_factor():
+    """d loss / d bx, pushed through bx's own definition by hand, equals d loss / d img:
+    bx(x, y) = c(x - 1, y) + 2 c(x, y) c(x + 1, y) with c = repeat_edge(img), so away from the
+    border (in x, and in y, where out reads bx at rows -1 and H, which repeat_edge folds onto
+    img's first and last rows) d img(x) = d bx(x + 1) + 2 d bx(x) c(x + 1) + 2 d bx(x - 1) c(x - 1)."""
+    img, target = rand(5, 7), rand(5, 7)
+    g = hdsl.loads(STENCIL).gradient("loss", ["bx", "img"])(img=img, target=target, gain=1.5)
+    dbx, dimg = g["bx"], g["img"]          # (H, W) arrays: [y, x]
+    inner = dbx[:, 2:] + 2 * dbx[:, 1:-1] * img[:, 2:] + 2 * dbx[:, :-2] * img[:, :-2]
+    np.testing.assert_allclose(dimg[1:-1, 1:-1], inner[1:-1], rtol=1e-12, atol=1e-12)
