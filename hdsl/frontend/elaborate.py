@@ -86,6 +86,7 @@ class Elaborator:
         self.global_spans: dict[str, Span] = {}   # where each top-level name is declared
         self.later: dict[str, Span] = {}         # names the algorithm block defines, and where
         self.gradient_funcs: list[Func] = []     # made by derivative(...) (hdsl/frontend/gradient.py)
+        self.gradient_snapshots: list = []       # what each derivative(...) saw, to catch later updates
 
     # ------------------------------------------------------------------ helpers
     def error(self, message, span, hint=None, notes=None):
@@ -185,6 +186,8 @@ class Elaborator:
         sched = record_schedules(self, schedules, scope, outputs)
         if self.gradient_funcs:                 # autodiff: gradients get a default schedule
             from hdsl.autodiff.schedule import schedule_gradients
+            from hdsl.frontend.gradient import check_gradients_current
+            check_gradients_current(self)
             schedule_gradients(sched, self.gradient_funcs)
         self.sink.raise_if_any()
         import hashlib

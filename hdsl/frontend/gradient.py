@@ -10,6 +10,7 @@ from hdsl.autodiff.derivative import DerivativeError, propagate_adjoints
 from hdsl.frontend import ast
 from hdsl.frontend.values import ExprVal, FuncVal, GradVal, InputVal
 from hdsl.ir.expr import Const, FuncCall, Param
+from hdsl.ir.func import topo_order
 
 
 def derivative_call(el, n, scope, ctx):
@@ -28,7 +29,19 @@ def derivative_call(el, n, scope, ctx):
         d = e.diagnostics[0]
         el.error(d.message, d.span or n.span, d.hint, [("while differentiating here", n.span)])
     el.gradient_funcs.extend(grad.made)
+    el.gradient_snapshots.append((n.span, [(f, len(f.updates)) for f in topo_order([v.func])]))
     return GradVal(grad)
+
+
+def check_gradients_current(el) -> None:
+    """A Func updated after derivative(...) differentiated it would make a stale gradient."""
+    for where, funcs in el.gradient_snapshots:
+        for f, count in funcs:
+            if len(f.updates) > count:
+                el.sink.error(f"'{f.name}' gets an update after derivative(...) differentiated it",
+                              f.updates[count].span, "write every definition of the loss and the Funcs it "
+                              "reads before 'derivative'", [("differentiated here", where)])
+                return
 
 
 def gradient_call(el, gv: GradVal, n, scope, ctx):
