@@ -37,7 +37,7 @@ from typing import Callable
 from hdsl.autodiff.regions import interval, required_regions, stage_env
 from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import (BinOp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar, Select, Unary,
-                          Var, free_vars, intern, substitute)
+                          Var, free_vars, intern, substitute, walk)
 from hdsl.ir.func import Func, InputBuffer, RDom, Update, pure_positions, topo_order
 from hdsl.ir.types import BOOL, I32, Type
 
@@ -100,7 +100,7 @@ def _mask(cond, w):
     return Select(cond, w, _c(w.type, 0), w.type)
 
 
-def _local_adjoints(e: Expr, x: Expr, adj: Expr) -> list[tuple[Expr, Expr]]:
+def _local_adjoints(x: Expr, adj: Expr) -> list[tuple[Expr, Expr]]:
     """(child, its adjoint) for node x with adjoint adj (reverse mode, one node)."""
     t = x.type
     one = _c(t, 1)
@@ -202,7 +202,7 @@ def expr_adjoints(e: Expr, seed: Expr) -> list[tuple[Expr, Expr]]:
         if isinstance(n, (FuncCall, InputCall, Param)):
             leaves.append((n, a))
             continue
-        for child, ca in _local_adjoints(e, n, a):
+        for child, ca in _local_adjoints(n, a):
             if child.type.is_float():
                 old = adjoint.get(id(child))
                 adjoint[id(child)] = ca if old is None else _bin("+", old, ca)
@@ -453,7 +453,6 @@ class _Builder:
 
     @staticmethod
     def reads(e: Expr, f: Func) -> bool:
-        from hdsl.ir.expr import walk
         return any(isinstance(n, FuncCall) and n.func is f for n in walk(e))
 
     def contribute_all(self, f: Func, stage: int, e: Expr, seed: Expr) -> None:
@@ -462,7 +461,8 @@ class _Builder:
             if isinstance(leaf, FuncCall) and leaf.func is f:
                 raise DerivativeError(f"cannot differentiate '{f.name}': this definition reads '{f.name}' "
                                       "at other points (a scan)", span,
-                                      "the derivative of scans and recursive filters is not supported yet")
+                                      "the derivative of scans written by hand is not supported yet; "
+                                      "recursive filters written with .iir are")
             self.contribute(f, stage, leaf, w, span)
 
     def contribute(self, f: Func, stage: int, leaf: Expr, w: Expr, span) -> None:
