@@ -95,7 +95,7 @@ def gradient_pipeline(ir: Pipeline, loss: str, wrt: list[str]) -> tuple[Pipeline
                 s.funcs[id(g)] = g
                 s.directives[id(g)] = [Directive("compute_root", [])] + [d for d in ds if d not in placed]
     out = Pipeline(f"{ir.name}_gradient", ir.inputs, ir.params, outputs, [o.types[0] for o in outputs],
-                   schedules, ir.filename, "", dict(ir.named))
+                   schedules, ir.filename, "", named=dict(ir.named))
     return out, kinds
 
 
