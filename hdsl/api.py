@@ -70,6 +70,15 @@ class Pipeline:
             native = NativePipeline(self.ir, schedule, tgt, use_cache)
         return Pipeline(self.ir, tgt.name, schedule, native)
 
+    def gradient(self, loss: str, wrt) -> "Gradient":
+        """The gradient of the zero-dimensional Func `loss` (by name) by each input, param or Func
+        named in `wrt`: a callable giving a dict {loss: value, name: ∂loss/∂name, ...}
+        (docs/autodiff.md)."""
+        from hdsl.autodiff.pipeline import gradient_pipeline
+        wrt = [wrt] if isinstance(wrt, str) else list(wrt)
+        ir, kinds = gradient_pipeline(self.ir, loss, wrt)
+        return Gradient(Pipeline(ir), kinds)
+
     def _bind(self, kwargs):
         inputs, params = {}, {}
         known = {b.name for b in self.ir.inputs} | {p.name for p in self.ir.params}
@@ -224,6 +233,37 @@ class Pipeline:
         results = realize(self.ir, inputs, params, boxes, schedule=sched)
         outs = [from_buffer_layout(r[0]) for r in results]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class Gradient:
+    """p.gradient(loss, wrt): call it like the pipeline; it returns {loss: float, name: gradient}, each
+    gradient shaped like what it differentiates (an array in the input's (H, W[, C]) layout, a float
+    for a param). Func gradients take the size of the first input."""
+
+    def __init__(self, pipeline: Pipeline, kinds):
+        self.pipeline, self.kinds = pipeline, kinds
+
+    def compile(self, target: str = "host", schedule: str | None = None, use_cache: bool = True) -> "Gradient":
+        return Gradient(self.pipeline.compile(target, schedule, use_cache), self.kinds)
+
+    def __call__(self, **kwargs) -> dict:
+        p = self.pipeline
+        inputs, _ = p._bind(kwargs)
+        shapes = {b.name: list(inputs[b.name].shape) for b in p.ir.inputs}
+        sizes = []
+        for (kind, name), f in zip(self.kinds, p.ir.outputs):
+            if kind == "input":
+                sizes.append(shapes[name])
+            elif kind == "func":
+                sizes.append(shapes[p.ir.inputs[0].name][:f.dims])
+            else:
+                sizes.append([1])
+        outs = p.realize(sizes, **kwargs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        result = {}
+        for (kind, name), arr in zip(self.kinds, outs):
+            result[name] = arr[0].item() if kind in ("loss", "param") else arr
+        return result
 
 
 def loads(text: str, filename: str = "<string>") -> Pipeline:

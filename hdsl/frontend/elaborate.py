@@ -21,6 +21,7 @@ from hdsl.frontend.errors import ElabError, Poisoned, Sink
 from hdsl.frontend.parse import parse
 from hdsl.frontend.values import (ArrayVal, DimVal, ExprVal, FnVal, FuncVal, InputVal, ListVal,
                                   OutputSlot, PoisonVal, RangeVal, RDomVal, Scope, StrVal, TupleVal, VarVal)
+from hdsl.frontend.values import GradVal      # autodiff (hdsl/frontend/gradient.py)
 from hdsl.ir import ops
 from hdsl.ir.expr import BufferProp, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar, Var, walk
 from hdsl.ir.func import Func, InputBuffer, ParamDecl, Pipeline, RDom, Update, calls_in, find_cycle
@@ -39,7 +40,7 @@ BUILTIN_USAGE = {"pow": "pow(x, y)", "atan2": "atan2(y, x)", "absd": "absd(a, b)
                  "select": "select(condition, a, b) or select(c1, a, c2, b, ..., otherwise)"}
 INLINE_REDUCTIONS = {"sum", "product", "maximum", "minimum", "argmax", "argmin"}
 BOUNDARY_FNS = {"repeat_edge", "constant_exterior", "mirror_image", "mirror_interior", "repeat_image"}
-BUILTINS = CAST_NAMES | SAT_CAST_NAMES | set(BUILTIN_ARITY) | INLINE_REDUCTIONS | {"print"}
+BUILTINS = CAST_NAMES | SAT_CAST_NAMES | set(BUILTIN_ARITY) | INLINE_REDUCTIONS | {"print", "derivative"}
 KEYWORDS = {"pipeline", "input", "param", "output", "const", "use", "fn", "algorithm", "schedule",
             "let", "var", "rdom", "for", "in", "return", "where", "true", "false"}
 MAX_FN_DEPTH = 64
@@ -84,6 +85,8 @@ class Elaborator:
         self.broken: set[int] = set()     # id(Func) with a definition that had an error
         self.global_spans: dict[str, Span] = {}   # where each top-level name is declared
         self.later: dict[str, Span] = {}         # names the algorithm block defines, and where
+        self.gradient_funcs: list[Func] = []     # made by derivative(...) (hdsl/frontend/gradient.py)
+        self.gradient_snapshots: list = []       # what each derivative(...) saw, to catch later updates
 
     # ------------------------------------------------------------------ helpers
     def error(self, message, span, hint=None, notes=None):
@@ -181,11 +184,17 @@ class Elaborator:
             self.check_acyclic(outputs)
         from hdsl.schedule.record import record_schedules
         sched = record_schedules(self, schedules, scope, outputs)
+        if self.gradient_funcs:                 # autodiff: gradients get a default schedule
+            from hdsl.autodiff.schedule import schedule_gradients
+            from hdsl.frontend.gradient import check_gradients_current
+            check_gradients_current(self)
+            schedule_gradients(sched, self.gradient_funcs)
         self.sink.raise_if_any()
         import hashlib
         key = hashlib.sha256("\0".join(self.texts).encode()).hexdigest() if self.texts else ""
         p = Pipeline(pipeline_name, self.inputs, self.params, outputs, out_types, sched, self.filename, key)
         p.names = schedulable_names(scope)
+        p.named = {k: v.func for k, v in scope.names.items() if isinstance(v, FuncVal)}   # autodiff
         p.record_text = lambda text, name: self.record_text(text, name, scope, outputs)
         return p
 
@@ -993,7 +1002,7 @@ class Elaborator:
         return {FuncVal: "a Func", ArrayVal: "an array of Funcs", ExprVal: "an expression", VarVal: "a var",
                 RDomVal: "an rdom", InputVal: "an input", FnVal: "a fn", OutputSlot: "an output",
                 ListVal: "a list", RangeVal: "a range", TupleVal: "a tuple", DimVal: "a buffer dimension",
-                StrVal: "a string"}.get(type(v), "a value")
+                StrVal: "a string", GradVal: "a gradient"}.get(type(v), "a value")
 
     def value_hint(self, v) -> str | None:
         if isinstance(v, FuncVal):
@@ -1336,6 +1345,9 @@ class Elaborator:
             return ExprVal(InputCall(b, tuple(args), b.type))
         if isinstance(callee, FnVal):
             return self.fn_call(callee, n, scope, ctx)
+        if isinstance(callee, GradVal):          # autodiff: hdsl/frontend/gradient.py
+            from hdsl.frontend.gradient import gradient_call
+            return gradient_call(self, callee, n, scope, ctx)
         if isinstance(callee, OutputSlot):
             self.error(f"output '{callee.name}' is used before it is defined", fn.span)
         self.error(f"{self.named(fn, callee)}, not a Func; it cannot be called", fn.span, self.value_hint(callee))
@@ -1469,6 +1481,9 @@ class Elaborator:
                     pieces.append(None)
                     rest.append(self.as_operand(v, a, ctx))
             return ExprVal(Intrinsic("print", (first, *rest), first.type, tuple(pieces)))
+        if name == "derivative":            # autodiff: hdsl/frontend/gradient.py
+            from hdsl.frontend.gradient import derivative_call
+            return derivative_call(self, n, scope, ctx)
         if name in BOUNDARY_FNS:
             if not self.uses_boundary:
                 self.error(f"'{name}' comes from the boundary module", n.func.span, "add 'use boundary' at the top")

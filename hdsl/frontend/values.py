@@ -118,3 +118,9 @@ class Scope:
             out |= set(s.names)
             s = s.parent
         return out
+
+
+@dataclass(eq=False)
+class GradVal:
+    """`grad = derivative(loss)`: call it with a Func, input or param for its adjoint."""
+    gradient: object          # hdsl.autodiff.derivative.Gradient

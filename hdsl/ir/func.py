@@ -224,6 +224,8 @@ class Pipeline:
     # schedule text (directives, one chain a line) -> a Schedule of this pipeline's Funcs,
     # recorded and checked as a block of the file would be (set by the elaborator)
     record_text: object = None
+    # the algorithm block's Funcs by name, outputs or not (the Python API's p.gradient finds a loss here)
+    named: dict[str, Func] = field(default_factory=dict)
 
     @property
     def funcs(self) -> list[Func]:

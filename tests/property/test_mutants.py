@@ -25,8 +25,14 @@ MOST_SLOW = 0.05         # mutants over their time limit (set aside) may be at m
 def sweep(count: int, native: int, first_seed: int, seconds: float):
     examples = all_examples()
     outcomes = []
-    for k, (example, seed) in enumerate(corpus(examples, count, first_seed)):
-        outcomes.append(run_mutant(example, seed, native=k < native, seconds=seconds))
+    # `native` mutants that reach native compilation (most fail to check; counting attempts
+    # instead made the sweep depend on which examples come first in the cycle)
+    native_left = native
+    for example, seed in corpus(examples, count, first_seed):
+        o = run_mutant(example, seed, native=native_left > 0, seconds=seconds)
+        if any(stage.split(":")[0].split(" ")[0] == "compile" for stage in o.stages):
+            native_left -= 1
+        outcomes.append(o)
     findings = [o for o in outcomes if o.finding]
     report = "\n".join(f"{o}\n    reproduce: .venv/bin/python tests/property/mutants.py {o.example} {o.seed}"
                        f"{' --native' if 'compile' in ' '.join(o.stages) else ''}" for o in findings)
