@@ -166,13 +166,42 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
     return written
 
 
+def compiled_form(p: Pipeline, emit: str, schedule: str | None = None, target: str = "host",
+                  after: str | None = None, shifted: bool = False, low=None) -> str:
+    """One compiled form of a pipeline as text, as `hdsl lower` prints it (and the playground
+    shows it): "stmt", the loop nest after pass `after` (default the last); "llvm", LLVM IR;
+    "asm", the assembly the JIT makes of it; "html", the loop-nest report of `hdsl compile
+    --emit html`. `low`: the pipeline already lowered with these settings."""
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import PASSES, lower
+    if after is not None and after not in PASSES:
+        raise HdslError(f"unknown pass '{after}'", None,
+                        "--print-after takes one of: " + ", ".join(PASSES) + " (in the order they run)")
+    low = low or lower(p, schedule, target, shift_outputs=shifted)
+    if emit == "stmt":
+        return stmt_str(low.stages[after or PASSES[-1]])
+    if emit == "html":
+        return stmt_html(p, stmt_str(low.stages["schedule_functions"]), c_name(p))
+    if emit in ("llvm", "asm"):
+        from hdsl.codegen.llvm import generate
+        module = str(generate(p, low.stmt, "hdsl_" + p.name))
+        if emit == "llvm":
+            return module
+        from hdsl.runtime.jit import assembly
+        return assembly(module, target)
+    raise HdslError(f"unknown compiled form '{emit}'", None, "forms: stmt, llvm, asm, html")
+
+
 def stmt_html(p: Pipeline, stmt_text: str, name: str) -> str:
     """The loop nest as a light page: each loop links to the line of the source that defines its Func."""
-    src_lines = []
-    try:
-        src_lines = Path(p.filename).read_text().splitlines()
-    except OSError:
-        pass
+    from hdsl.diagnostics import registered_source
+    text = registered_source(p.filename)
+    if text is None:
+        try:
+            text = Path(p.filename).read_text()
+        except OSError:
+            text = ""
+    src_lines = text.splitlines()
     lines_of = {}
     from hdsl.ir.func import topo_order
     for f in topo_order(p.outputs):
