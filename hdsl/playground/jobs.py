@@ -190,10 +190,22 @@ def sample_images(images: Path | None) -> list[dict]:
             t = from_dtype(arr.dtype).name
         except (ImageError, ValueError):
             continue
-        if arr.ndim < 2 or min(arr.shape[:2]) < 4:       # (camera matrices and the like)
-            continue
         out.append({"name": path.name, "type": t, "dims": arr.ndim, "shape": list(arr.shape)})
     return out
+
+
+def output_sizes(c, inputs, size) -> list[list[int]]:
+    """Each output's extents: `size` ([W, H, C...], as --size; dims left out are the first
+    input's), else the first input's (256 x 256 x 3 for a program without inputs)."""
+    if size:
+        if not all(isinstance(v, int) and v > 0 for v in size):
+            raise HdslError(f"the output size {size} should be positive whole numbers", None)
+        first = next(iter(inputs.values()), None)
+        return [(list(size) + (list(first.shape[len(size):f.dims]) if first is not None else []))[:f.dims]
+                for f in c.ir.outputs]
+    if not c.ir.inputs:
+        return [[256, 256, 3][:f.dims] for f in c.ir.outputs]
+    return c.default_sizes(inputs)
 
 
 def run(req: dict, examples: Path | None, images: Path | None, work: Path) -> dict:
@@ -219,7 +231,7 @@ def run(req: dict, examples: Path | None, images: Path | None, work: Path) -> di
             if v is not None:
                 kwargs[q.name] = v
         inputs, params = c._bind(kwargs)
-        sizes = c.default_sizes(inputs) if p.ir.inputs else [[256, 256, 3][:f.dims] for f in p.ir.outputs]
+        sizes = output_sizes(c, inputs, req.get("size"))
         for f, s in zip(p.ir.outputs, sizes):
             if int(np.prod(s)) > MAX_OUTPUT_ELEMENTS:
                 raise HdslError(f"output '{f.name}' would have {int(np.prod(s))} values; the playground "

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PRELOAD = ["hdsl.playground.jobs", "hdsl.api", "hdsl.aot", "hdsl.lower.lower", "hdsl.codegen.llvm",
+PRELOAD = ["hdsl.playground.warm", "hdsl.playground.jobs", "hdsl.api", "hdsl.aot", "hdsl.lower.lower", "hdsl.codegen.llvm",
            "hdsl.runtime.native", "hdsl.interp.evaluate", "hdsl.runtime.images", "PIL.PngImagePlugin"]
 
 

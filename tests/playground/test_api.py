@@ -181,3 +181,53 @@ def test_malformed_and_oversized_requests(server):
     assert e.value.code == 400
     status, a = server.post("/api/check", {"source": "#" * (13 << 20)})
     assert status == 413 and "larger than 12 MiB" in a["error"]
+
+
+def test_the_output_size_and_the_samples_offered(server):
+    img = load_image(IMAGES / "gray8.png")
+    _, a = server.post("/api/run", {"source": INVERT, "target": "interp", "size": [100, 50],
+                                    "inputs": {"img": {"sample": "gray8.png"}}})
+    assert a["ok"], a
+    expected = hdsl.loads(INVERT).realize((100, 50), img=img, k=10)
+    assert expected.shape == (50, 100)
+    assert np.array_equal(decode(a["outputs"][0]["png"])[:, :, 0], expected)
+    _, meta = server.get("/api/meta")
+    import json
+    meta = json.loads(meta)
+    offered = {s["name"]: (s["type"], s["dims"]) for s in meta["images"]}
+    # every input of the examples has a sample of its type (camera_pipe's colour matrices too)
+    assert offered["gray8.png"] == ("u8", 2) and offered["camera_matrix_3200.npy"] == ("f32", 2)
+    assert offered["rgb16.png"] == ("u16", 3) and offered["shapes_mask.npy"] == ("bool", 2)
+    assert meta["targets"][:2] == ["host", "interp"] and "blur" in meta["examples"]
+    assert "filters" in meta["stdlib"]
+
+
+def test_the_target_list_follows_the_api(monkeypatch):
+    """A target added to hdsl.api.TARGETS (cuda, opengl) reaches the page; x86-64 variants don't."""
+    from hdsl.playground import jobs
+    monkeypatch.setattr("hdsl.api.TARGETS", ("interp", "host", "x86-64-avx2", "cuda"))
+    assert jobs.targets() == ["host", "interp", "cuda"]
+
+
+def test_outputs_are_drawn_by_the_documented_mapping():
+    """jobs.display_rgba: u8 as is; other integers scaled from 0 .. type max to 0 .. 255
+    (negatives 0); floats clamped to 0 .. 1 times 255; bool 0/255; rounded to nearest.
+    Expected values worked out by hand."""
+    from hdsl.playground.jobs import display_rgba
+    cases = [
+        (np.array([[0, 7, 255]], np.uint8), [0, 7, 255]),
+        (np.array([[0, 257, 65535, 32896]], np.uint16), [0, 1, 255, 128]),
+        (np.array([[-5, 32767, 128]], np.int16), [0, 255, 1]),
+        (np.array([[-1.0, 0.5, 2.0, np.nan, 0.2]], np.float32), [0, 128, 255, 0, 51]),
+        (np.array([[True, False]]), [255, 0]),
+    ]
+    for arr, gray in cases:
+        out = display_rgba(arr)
+        assert out.shape == arr.shape + (4,)
+        for c in range(3):
+            assert out[0, :, c].tolist() == gray, (arr.dtype, out[0, :, c])
+        assert (out[:, :, 3] == 255).all()
+    rgba = np.array([[[10, 20, 30, 0]]], np.uint8)        # colour: RGB drawn, alpha not
+    assert display_rgba(rgba)[0, 0].tolist() == [10, 20, 30, 255]
+    two = np.array([[[9, 200]]], np.uint8)                 # two channels: the first, gray
+    assert display_rgba(two)[0, 0].tolist() == [9, 9, 9, 255]

@@ -9,7 +9,7 @@ import {EditorState} from "@codemirror/state";
 import {StreamLanguage, syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentUnit} from "@codemirror/language";
 import {indentWithTab} from "@codemirror/commands";
 import {linter, lintGutter} from "@codemirror/lint";
-import {tags, classHighlighter} from "@lezer/highlight";
+import {tags, classHighlighter, tagHighlighter} from "@lezer/highlight";
 
 const $ = (id) => document.getElementById(id);
 
@@ -89,6 +89,13 @@ export function hdslLanguage(rules) {
   });
 }
 
+// classes for what classHighlighter leaves unnamed (tests/playground reads them too)
+const hdslClasses = tagHighlighter([
+  {tag: tags.function(tags.variableName), class: "tok-function"},
+  {tag: tags.standard(tags.function(tags.variableName)), class: "tok-builtin"},
+  {tag: tags.function(tags.propertyName), class: "tok-directive"},
+]);
+
 // --- state -----------------------------------------------------------------------------------
 
 const state = {
@@ -111,8 +118,10 @@ async function post(path, body) {
 function source() { return view.state.doc.toString(); }
 
 function request() {
+  const size = $("size").value.trim();
   return {source: source(), target: $("target").value, schedule: $("schedule").value || null,
-          inputs: state.inputs, params: state.params};
+          inputs: state.inputs, params: state.params,
+          size: size ? size.split(/[ ,x]+/).map((v) => parseInt(v, 10)) : null};
 }
 
 // --- errors as you type ----------------------------------------------------------------------
@@ -467,7 +476,7 @@ async function start() {
       doc: "",
       extensions: [minimalSetup, lineNumbers(), highlightActiveLine(), highlightActiveLineGutter(), bracketMatching(),
                    keymap.of([indentWithTab]), indentUnit.of("    "), hdslLanguage(rules),
-                   syntaxHighlighting(defaultHighlightStyle), syntaxHighlighting(classHighlighter),
+                   syntaxHighlighting(defaultHighlightStyle), syntaxHighlighting(classHighlighter), syntaxHighlighting(hdslClasses),
                    checker, lintGutter()],
     }),
   });
@@ -481,6 +490,7 @@ async function start() {
   $("run").addEventListener("click", run);
   $("target").addEventListener("change", scheduleRun);
   $("schedule").addEventListener("change", scheduleRun);
+  $("size").addEventListener("change", scheduleRun);
   $("view-kind").addEventListener("change", showView);
   $("view-after").addEventListener("change", showView);
   $("view-show").addEventListener("click", showView);
