@@ -23,7 +23,7 @@ from hdsl.diagnostics import Diagnostic, HdslError
 FILENAME = "playground.hl"
 # caps on what one answer carries
 MAX_TEXT = 1 << 20                 # a compiled form's characters
-MAX_OUTPUT_ELEMENTS = 1 << 24      # an output's values (16 M: 4096 x 4096)
+MAX_OUTPUT_ELEMENTS = 1 << 22      # an output's values (4 M: 2048 x 2048)
 MAX_PRINTED = 64 << 10             # what `print` wrote
 
 

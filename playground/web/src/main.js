@@ -215,8 +215,9 @@ function buildInputs(inputs) {
     file.accept = ".png,.jpg,.jpeg,.npy";
     file.hidden = true;
     file.id = `upload-${b.name}`;
-    const k = kept[b.name];
-    if (k && k.sample) sel.value = k.sample;
+    const k = kept[b.name];      // (what was chosen before an edit, while it still fits)
+    if (k && k.sample && fits.some((s) => s.name === k.sample)) sel.value = k.sample;
+    if (k && k.upload) { sel.value = "__upload__"; state.inputs[b.name] = k; }
     const choose = () => {
       if (sel.value === "__upload__") { file.hidden = false; file.click(); return; }
       file.hidden = true;
@@ -238,6 +239,7 @@ function buildInputs(inputs) {
     row.appendChild(label);
     box.appendChild(row);
     if (sel.value !== "__upload__") choose();
+    else file.hidden = false;
   }
   if (!inputs.length) box.textContent = "(no inputs)";
 }
