@@ -258,8 +258,8 @@ def view(req: dict, examples: Path | None) -> dict:
     try:
         p = _load(req["source"], examples)
         target = req.get("target") or "host"
-        if target == "interp" or target not in targets():
-            target = "host"      # (the evaluator has no compiled form: show the CPU's)
+        if target != "host" and not target.startswith("x86-64"):
+            target = "host"      # (the evaluator's, or a GPU's: the CPU's forms for now)
         with no_collection():
             text = compiled_form(p.ir, kind, req.get("schedule") or None, target, req.get("after") or None)
         clear_interned()

@@ -231,3 +231,39 @@ def test_outputs_are_drawn_by_the_documented_mapping():
     assert display_rgba(rgba)[0, 0].tolist() == [10, 20, 30, 255]
     two = np.array([[[9, 200]]], np.uint8)                 # two channels: the first, gray
     assert display_rgba(two)[0, 0].tolist() == [9, 9, 9, 255]
+
+
+SCHEDULED = """pipeline blur3
+use boundary
+input img: u8[2]
+output out: u8[2]
+algorithm {
+    c = repeat_edge(img)
+    bx(x, y) = (u16(c(x - 1, y)) + u16(c(x, y)) + u16(c(x + 1, y))) / 3
+    out(x, y) = u8((bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) / 3)
+}
+schedule tiled {
+    out.tile(x, y, xi, yi, 32, 16).vectorize(xi, 8).parallel(y)
+    bx.compute_at(out, x)
+}
+schedule rooted { bx.compute_root() }
+"""
+
+
+def test_a_named_schedule_is_offered_run_and_shown(server):
+    _, a = server.post("/api/check", {"source": SCHEDULED})
+    assert a["pipeline"]["schedules"] == ["tiled", "rooted"]
+    expected = hdsl.loads(SCHEDULED)(img=load_image(IMAGES / "gray8.png"))
+    for name in ("tiled", "rooted"):
+        _, a = server.post("/api/run", {"source": SCHEDULED, "schedule": name, "target": "host",
+                                        "inputs": {"img": {"sample": "gray8.png"}}})
+        assert a["ok"], a
+        assert np.array_equal(decode(a["outputs"][0]["png"])[:, :, 0], expected)
+    _, tiled = server.post("/api/view", {"source": SCHEDULED, "schedule": "tiled", "kind": "stmt",
+                                         "after": "schedule_functions"})
+    _, rooted = server.post("/api/view", {"source": SCHEDULED, "schedule": "rooted", "kind": "stmt",
+                                          "after": "schedule_functions"})
+    assert "parallel for out.s0.y" in tiled["text"] and "parallel" not in rooted["text"]
+    _, a = server.post("/api/run", {"source": SCHEDULED, "schedule": "nope",
+                                    "inputs": {"img": {"sample": "gray8.png"}}})
+    assert not a["ok"] and "has no schedule 'nope'" in a["diagnostics"][0]["message"]
