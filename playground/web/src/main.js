@@ -155,16 +155,18 @@ function showDiagnostics(list) {
 const checker = linter(async (v) => {
   const text = v.state.doc.toString();
   const answer = await post("/api/check", {source: text});
-  if (answer.busy) return [];
+  if (answer.busy) return lastLint;             // (the server is busy: keep what was shown)
   if (v.state.doc.toString() !== text) return [];   // (typed on meanwhile: the next check says)
   const list = answer.diagnostics || [];
   showDiagnostics(list);
   $("check-status").textContent = answer.ok ? "no errors" : `${list.length} error${list.length === 1 ? "" : "s"}`;
   $("check-status").className = answer.ok ? "ok" : "bad";
   if (answer.ok) setPipeline(answer.pipeline);
-  return list.map((d) => ({...toRange(v.state.doc, d), severity: d.severity === "warning" ? "warning" : "error",
-                           message: d.message + (d.hint ? `\nhint: ${d.hint}` : ""), source: "hdsl"}));
+  lastLint = list.map((d) => ({...toRange(v.state.doc, d), severity: d.severity === "warning" ? "warning" : "error",
+                               message: d.message + (d.hint ? `\nhint: ${d.hint}` : ""), source: "hdsl"}));
+  return lastLint;
 }, {delay: 250});
+let lastLint = [];
 
 // --- controls built from the program ---------------------------------------------------------
 
@@ -477,7 +479,7 @@ async function start() {
     state: EditorState.create({
       doc: "",
       extensions: [minimalSetup, lineNumbers(), highlightActiveLine(), highlightActiveLineGutter(), bracketMatching(),
-                   keymap.of([indentWithTab]), indentUnit.of("    "), hdslLanguage(rules),
+                   keymap.of([indentWithTab, {key: "Mod-Enter", run: () => { run(); return true; }}]), indentUnit.of("    "), hdslLanguage(rules),
                    syntaxHighlighting(defaultHighlightStyle), syntaxHighlighting(classHighlighter), syntaxHighlighting(hdslClasses),
                    checker, lintGutter()],
     }),
