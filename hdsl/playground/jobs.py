@@ -93,6 +93,12 @@ def _scalar(v):
     return bool(v) if isinstance(v, np.bool_) else float(v) if isinstance(v, np.floating) else int(v)
 
 
+def _json_number(v):
+    """A value for JSON, which has no NaN or infinities: those as the text NumPy prints."""
+    v = _scalar(v)
+    return v if not isinstance(v, float) or np.isfinite(v) else str(v)
+
+
 def check(req: dict, examples: Path | None) -> dict:
     """The checker's errors as you type, and the pipeline's declarations when there are none."""
     try:
@@ -243,7 +249,7 @@ def run(req: dict, examples: Path | None, images: Path | None, work: Path) -> di
         return {"ok": False, "diagnostics": diagnostics_json(e)}
     results = result if isinstance(result, tuple) else (result,)
     outputs = [{"name": f.name, "shape": list(r.shape), "dtype": str(r.dtype),
-                "min": _scalar(r.min()), "max": _scalar(r.max()), "png": png_data_url(r)}
+                "min": _json_number(r.min()), "max": _json_number(r.max()), "png": png_data_url(r)}
                for f, r in zip(p.ir.outputs, results)]
     cached = bool(c.native is not None and c.native.timings.get("cached"))
     return {"ok": True, "outputs": outputs, "inputs": shown, "compile_ms": compile_s * 1e3,

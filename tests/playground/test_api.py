@@ -267,3 +267,17 @@ def test_a_named_schedule_is_offered_run_and_shown(server):
     _, a = server.post("/api/run", {"source": SCHEDULED, "schedule": "nope",
                                     "inputs": {"img": {"sample": "gray8.png"}}})
     assert not a["ok"] and "has no schedule 'nope'" in a["diagnostics"][0]["message"]
+
+
+def test_an_output_with_nan_and_infinities(server):
+    """JSON has no NaN: the caption's extremes come as text, and NaN is drawn as 0."""
+    program = ("pipeline roots\ninput img: u8[2]\noutput out: f32[2]\n"
+               "algorithm { out(x, y) = select(x == 1, 1.0f / 0.0f, sqrt(f32(x) - 2.0f) / 8.0f) }\n")
+    status, a = server.post("/api/run", {"source": program, "target": "interp",
+                                         "inputs": {"img": {"sample": "gray8.png"}}})
+    assert status == 200 and a["ok"], a
+    (out,) = a["outputs"]
+    assert out["min"] == "nan" and out["max"] == "nan"     # (NumPy's min and max propagate NaN)
+    pixels = decode(out["png"])[:, :, 0]
+    assert pixels[0, 0] == 0 and pixels[0, 1] == 255 and pixels[0, 2] == 0     # NaN, inf, 0
+    assert pixels[0, 66] == 255 and pixels[0, 18] == round(255 * 0.5)          # sqrt(64)/8, sqrt(16)/8
