@@ -171,7 +171,8 @@ def _serve_the_playground(hdsl_cmd: Path, cwd: Path, env: dict) -> None:
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
                 time.sleep(0.2)
-        assert meta["examples"] == [] and "filters" in meta["stdlib"]
+        assert meta["examples"] == [] and "filters" in meta["stdlib"] and meta["starter"] == ["rings"]
+        assert b"pipeline rings" in urllib.request.urlopen(url + "/api/source/starter/rings", timeout=10).read()
         assert b"hdsl playground" in urllib.request.urlopen(url + "/", timeout=10).read()
         assert len(urllib.request.urlopen(url + "/static/editor.js", timeout=10).read()) > 100_000
         req = urllib.request.Request(url + "/api/check", json.dumps({"source": "pipeline p\nuse filters\n"

@@ -200,6 +200,19 @@ def sample_images(images: Path | None) -> list[dict]:
     return out
 
 
+def _check_request(req: dict) -> None:
+    """The shapes of a run request's fields (the page sends them right; anything else is told)."""
+    ok = (isinstance(req.get("inputs") or {}, dict)
+          and all(isinstance(v, dict) and ("sample" in v or "upload" in v) for v in (req.get("inputs") or {}).values())
+          and isinstance(req.get("params") or {}, dict)
+          and isinstance(req.get("size") or [], list)
+          and all(isinstance(v, (str, type(None))) for v in (req.get("target"), req.get("schedule"))))
+    if not ok:
+        raise HdslError("the run request is malformed: inputs should be {NAME: {\"sample\": FILE} or "
+                        "{\"upload\": BASE64, \"name\": FILE}}, params {NAME: VALUE}, size [W, H, ...], "
+                        "target and schedule names", None)
+
+
 def output_sizes(c, inputs, size) -> list[list[int]]:
     """Each output's extents: `size` ([W, H, C...], as --size; dims left out are the first
     input's), else the first input's (256 x 256 x 3 for a program without inputs)."""
@@ -218,6 +231,7 @@ def run(req: dict, examples: Path | None, images: Path | None, work: Path) -> di
     """Compile for the chosen target and schedule, run on the given inputs and params."""
     t0 = time.perf_counter()
     try:
+        _check_request(req)
         p = _load(req["source"], examples)
         target = req.get("target") or "host"
         if target not in targets():

@@ -80,9 +80,10 @@ def create_app(examples: Path | None = None, images: Path | None = None, limits:
     pool = Pool(Folders(examples, images), limits, workers, queue)
     samples = jobs.sample_images(images)
     sources = {"example": {p.stem: p for p in sorted(examples.glob("*.hl"))} if examples else {},
-               "stdlib": {p.stem: p for p in sorted(STDLIB_DIR.glob("*.hl"))}}
+               "stdlib": {p.stem: p for p in sorted(STDLIB_DIR.glob("*.hl"))},
+               "starter": {"rings": STATIC / "starter.hl"}}       # (needs no input: for a wheel)
     meta = {"targets": jobs.targets(), "passes": list(PASSES), "examples": list(sources["example"]),
-            "stdlib": list(sources["stdlib"]), "images": samples,
+            "stdlib": list(sources["stdlib"]), "starter": list(sources["starter"]), "images": samples,
             "limits": {"cpu_s": limits.cpu_s, "wall_s": limits.wall_s, "memory_mb": limits.memory_mb},
             "views": ["stmt", "html", "llvm", "asm"]}
     tokens = token_rules()

@@ -281,3 +281,21 @@ def test_an_output_with_nan_and_infinities(server):
     pixels = decode(out["png"])[:, :, 0]
     assert pixels[0, 0] == 0 and pixels[0, 1] == 255 and pixels[0, 2] == 0     # NaN, inf, 0
     assert pixels[0, 66] == 255 and pixels[0, 18] == round(255 * 0.5)          # sqrt(64)/8, sqrt(16)/8
+
+
+def test_the_starter_program_runs_without_inputs(server):
+    """What an installed wheel (no examples folder) opens: no input, a 256 x 256 RGB output,
+    params with defaults; the same values as the evaluator's."""
+    status, text = server.get("/api/source/starter/rings")
+    program = text.decode()
+    assert status == 200 and "param" in program
+    _, a = server.post("/api/run", {"source": program, "target": "host", "params": {"scale": 0.1}})
+    assert a["ok"], a
+    expected = hdsl.loads(program).realize((256, 256, 3), scale=0.1)
+    assert np.array_equal(decode(a["outputs"][0]["png"])[:, :, :3], expected)
+
+
+def test_a_malformed_run_request_is_told_so(server):
+    for bad in ({"inputs": ["gray8.png"]}, {"inputs": {"img": "gray8.png"}}, {"params": [1]}, {"size": "10"}):
+        _, a = server.post("/api/run", {"source": INVERT, **bad})
+        assert not a["ok"] and "the run request is malformed" in a["diagnostics"][0]["message"], bad

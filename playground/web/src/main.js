@@ -467,6 +467,7 @@ async function start() {
   };
   group("examples", "example", meta.examples);
   group("stdlib", "stdlib", meta.stdlib);
+  group("playground", "starter", meta.starter);
   $("limits").textContent = `each compile or run: ${meta.limits.cpu_s} s CPU, ${meta.limits.memory_mb} MiB`;
 
   const hash = new URLSearchParams(location.hash.slice(1));
@@ -485,8 +486,9 @@ async function start() {
     }),
   });
   if (text === null) {
-    const first = meta.examples.includes("blur") ? "example/blur" : null;
-    if (first) { opens.value = first; await openModule(...first.split("/")); }
+    const first = meta.examples.includes("blur") ? "example/blur" : "starter/" + meta.starter[0];
+    opens.value = first;
+    await openModule(...first.split("/"));
   } else {
     setSource(text);
   }
