@@ -175,3 +175,33 @@ def test_the_editor_tokenizes_as_the_python_rules_do(server, browser):
     assert len(from_js) == len(lines) > 500
     for line, tokens in zip(lines, from_js):
         assert tokens == python_tokens(line), line
+
+
+def test_an_uploaded_image_is_run(server, browser, tmp_path):
+    """A link opens a program; 'upload…' takes a PNG of the user's; Run draws the evaluator's
+    output for it (and the input as uploaded)."""
+    import base64
+    from PIL import Image
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    rng = np.random.default_rng(7)
+    mine = rng.integers(0, 256, (30, 40), dtype=np.uint8)
+    path = tmp_path / "mine.png"
+    Image.fromarray(mine).save(path)
+    d = browser
+    code = base64.urlsafe_b64encode(PROGRAM.encode()).decode().rstrip("=")
+    d.get("about:blank")
+    d.get(f"{server.url}/#code={code}&target=interp")
+    wait(d, lambda d: js(d, "return document.body.dataset.ready") == "1", "the page starts")
+    wait(d, lambda d: d.find_elements(By.ID, "input-img"), "the input's choice")
+    Select(d.find_element(By.ID, "input-img")).select_by_value("__upload__")
+    d.find_element(By.ID, "upload-img").send_keys(str(path))
+    wait(d, lambda d: js(d, "return !!window.hdslPlayground.state.inputs.img.upload"), "the upload is read")
+    d.find_element(By.ID, "run").click()
+    wait(d, lambda d: runs(d) >= 1, "the run", 120)
+    assert d.find_element(By.ID, "run-status").text.startswith("interp: compile")
+    shown = canvas_pixels(d, "output-out")
+    assert shown.shape == (30, 40, 4)
+    assert np.array_equal(shown[:, :, 0], hdsl.loads(PROGRAM)(img=mine, k=10))
+    wait(d, lambda d: js(d, "return document.getElementById('input-canvas').width") == 40, "the input drawn")
+    assert np.array_equal(canvas_pixels(d, "input-canvas")[:, :, 0], mine)
