@@ -3,11 +3,12 @@
 # make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md); BENCH_QUICK=1 for small sizes
 # make wheel  build dist/hdsl-VERSION-py3-none-any.whl (grammar, stdlib and runtime source inside)
 # make vsix   build dist/hdsl.vsix, the VS Code extension (editors/vscode; docs/editors.md)
+# make playground  serve the web playground on http://127.0.0.1:8000/ (PORT=N for another; docs/playground.md)
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv mesa demo test test-slow bench wheel vsix clean distclean
+.PHONY: venv mesa demo test test-slow bench wheel vsix playground playground-bundle browser clean distclean
 
 venv: $(STAMP)
 
@@ -53,7 +54,29 @@ mesa:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-test: venv mesa $(NODE_STAMP)
+# The playground's editor bundle (CodeMirror 6 and the page's script, playground/web/src) at the
+# versions pinned in playground/web/package-lock.json, built by esbuild into the package
+# (hdsl/playground/static/editor.js: package data, shipped in the wheel, never committed)
+PG_WEB := playground/web
+PG_NODE_STAMP := $(PG_WEB)/node_modules/.package-lock.json
+PG_BUNDLE := hdsl/playground/static/editor.js
+$(PG_NODE_STAMP): $(PG_WEB)/package-lock.json
+	cd $(PG_WEB) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+$(PG_BUNDLE): $(PG_NODE_STAMP) $(PG_WEB)/package.json $(wildcard $(PG_WEB)/src/*.js)
+	cd $(PG_WEB) && npm run --silent build
+playground-bundle: $(PG_BUNDLE)
+
+playground: venv $(PG_BUNDLE)
+	$(VENV)/bin/hdsl playground $(if $(PORT),--port $(PORT))
+
+# headless Chromium and its driver for the playground's browser tests (tests/playground), from
+# Debian's packages when missing (Playwright's own browser download does not work offline)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver)
+
+test: venv mesa $(NODE_STAMP) $(PG_BUNDLE) browser
 	$(PYTHON) -m pytest -n 2 -q
 
 # the long sweeps (hypothesis with many examples, thousands of mutated programs) that `make test` runs in a small form
@@ -70,7 +93,7 @@ bench: $(BENCH_STAMP)
 	$(PYTHON) benchmarks/autosched.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
 
 # the wheel users install (tests/test_install.py builds one the same way and runs it)
-wheel: venv
+wheel: venv $(PG_BUNDLE)
 	$(PYTHON) -m pip wheel --no-deps --no-build-isolation -q -w dist .
 
 # Build outputs and caches; keeps the virtual environment (see distclean).

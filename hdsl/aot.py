@@ -243,13 +243,58 @@ def _compile_cuda_into(p: Pipeline, out: Path, tgt, schedule: str | None, emit: 
     return written
 
 
+def compiled_form(p: Pipeline, emit: str, schedule: str | None = None, target: str = "host",
+                  after: str | None = None, shifted: bool = False, low=None) -> str:
+    """One compiled form of a pipeline as text, as `hdsl lower` prints it (and the playground
+    shows it): "stmt", the loop nest after pass `after` (default the last); "llvm", LLVM IR;
+    "asm", the assembly the JIT makes of it (a GPU target's host code); "ptx" (a cuda
+    target's kernels), "glsl" (target opengl's shaders); "html", the loop-nest report of `hdsl compile
+    --emit html`. `low`: the pipeline already lowered with these settings."""
+    from hdsl.ir.printer import stmt_str
+    from hdsl.lower.lower import PASSES, lower
+    if after is not None and after not in PASSES:
+        raise HdslError(f"unknown pass '{after}'", None,
+                        "--print-after takes one of: " + ", ".join(PASSES) + " (in the order they run)")
+    from hdsl.target import parse_target
+    tgt = parse_target(target)
+    low = low or lower(p, schedule, tgt, shift_outputs=shifted)
+    if emit == "stmt":
+        return stmt_str(low.stages[after or PASSES[-1]])
+    if emit == "html":
+        return stmt_html(p, stmt_str(low.stages["schedule_functions"]), c_name(p))
+    if emit in ("llvm", "asm"):
+        # the host code (for a GPU target with its launches and device copies, and the
+        # emulated kernels for cuda-emulate)
+        from hdsl.runtime.native import host_module
+        module = str(host_module(p, low.stmt, "hdsl_" + p.name, tgt))
+        if emit == "llvm":
+            return module
+        from hdsl.runtime.jit import assembly
+        return assembly(module, tgt.cpu)
+    if emit == "ptx":
+        if tgt.device != "cuda":
+            raise HdslError("--emit ptx needs a cuda target", None,
+                            "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
+        from hdsl.runtime.cuda import device_code
+        return device_code(low.stmt, tgt).ptx
+    if emit == "glsl":
+        if tgt.device != "opengl":
+            raise HdslError("--emit glsl needs target opengl", None, "add --target opengl for the kernels' shaders")
+        from hdsl.codegen.glsl import glsl_listing
+        return glsl_listing(low.stmt, p.name)
+    raise HdslError(f"unknown compiled form '{emit}'", None, "forms: stmt, llvm, asm, html, ptx, glsl")
+
+
 def stmt_html(p: Pipeline, stmt_text: str, name: str) -> str:
     """The loop nest as a light page: each loop links to the line of the source that defines its Func."""
-    src_lines = []
-    try:
-        src_lines = Path(p.filename).read_text().splitlines()
-    except OSError:
-        pass
+    from hdsl.diagnostics import registered_source
+    text = registered_source(p.filename)
+    if text is None:
+        try:
+            text = Path(p.filename).read_text()
+        except OSError:
+            text = ""
+    src_lines = text.splitlines()
     lines_of = {}
     from hdsl.ir.func import topo_order
     for f in topo_order(p.outputs):

@@ -321,27 +321,15 @@ def _type_of(dtype) -> str:
 
 def cmd_lower(args) -> int:
     import hdsl
+    from hdsl.aot import compiled_form
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import PASSES, lower
     from hdsl.target import parse_target
     target = parse_target(args.target)
     p = hdsl.load(args.file)
-    if args.emit == "ptx":
-        if target.device != "cuda":
-            raise HdslError("--emit ptx needs a cuda target", None,
-                            "add --target cuda (or cuda-sm_80, cuda-sm_90) for the kernels' PTX")
-        from hdsl.runtime.cuda import device_code
-        print(device_code(lower(p.ir, args.schedule, target, shift_outputs=args.shifted).stmt, target).ptx, end="")
-        return 0
-    if args.emit in ("llvm", "asm"):
-        from hdsl.runtime.native import host_module
-        low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
-        module = str(host_module(p.ir, low.stmt, "hdsl_" + p.name, target))
-        if args.emit == "llvm":
-            print(module)
-        else:
-            from hdsl.runtime.jit import assembly
-            print(assembly(module, target.cpu))
+    if args.emit in ("llvm", "asm", "ptx", "glsl"):
+        text = compiled_form(p.ir, args.emit, args.schedule, target, shifted=args.shifted)
+        print(text, end="" if args.emit in ("ptx", "glsl") else "\n")
         return 0
     low = lower(p.ir, args.schedule, target, shift_outputs=args.shifted)
     if args.debug_level:
@@ -350,11 +338,7 @@ def cmd_lower(args) -> int:
             print(f"# after {name}" + (f" ({low.timings[name] * 1e3:.2f} ms)" if args.debug_level > 1 else ""))
             print(stmt_str(low.stages[name]), end="")
         return 0
-    after = args.print_after or PASSES[-1]
-    if after not in low.stages:
-        raise HdslError(f"unknown pass '{after}'", None,
-                        "--print-after takes one of: " + ", ".join(PASSES) + " (in the order they run)")
-    print(stmt_str(low.stages[after]), end="")
+    print(compiled_form(p.ir, "stmt", args.schedule, args.target, args.print_after, low=low), end="")
     if args.timings:
         for name in PASSES:
             print(f"# {name}: {low.timings[name] * 1e3:.2f} ms", file=sys.stderr)
@@ -478,6 +462,26 @@ def cmd_lsp(args) -> int:
     return serve()
 
 
+def cmd_playground(args) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise HdslError(f"hdsl playground needs a web server library: {e}", None,
+                        "pip install 'hdsl[playground]' (Starlette and uvicorn)") from None
+    from hdsl.playground.sandbox import Limits
+    from hdsl.playground.server import BUNDLE, default_examples, missing_bundle_message, serve
+    if not BUNDLE.is_file():
+        raise HdslError(missing_bundle_message(), None)
+    examples = Path(args.examples) if args.examples else default_examples()
+    if examples is not None and not examples.is_dir():
+        raise HdslError(f"--examples {args.examples}: no such folder", None)
+    wall = args.wall_seconds or args.cpu_seconds * 1.5 + 5
+    serve(args.host, args.port, examples, Limits(cpu_s=args.cpu_seconds, wall_s=wall, memory_mb=args.memory_mb),
+          args.workers)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hdsl.lower.lower import PASSES
     native = "host (default), x86-64-avx2 or x86-64-avx512 (each may end in -fast_math)"
@@ -545,9 +549,10 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--timings", action="store_true", help="per-pass timings on stderr")
     lo.add_argument("--debug", dest="debug_level", type=int, default=0, metavar="N",
                     help="print the loop nest after every pass (N >= 2: with timings)")
-    lo.add_argument("--emit", choices=["stmt", "llvm", "asm", "ptx"], default="stmt",
+    lo.add_argument("--emit", choices=["stmt", "llvm", "asm", "ptx", "glsl"], default="stmt",
                     help="stmt: the loop nest (default; a GPU target's with its kernels, their launch bounds "
-                         "and shared memory); llvm: LLVM IR; asm: assembly; ptx: a cuda target's kernels")
+                         "and shared memory); llvm: LLVM IR; asm: assembly; ptx: a cuda target's kernels; "
+                         "glsl: target opengl's shaders")
     lo.set_defaults(fn=cmd_lower)
     fm = sub.add_parser("fmt", help="rewrite .hl files in the canonical layout (comments kept)")
     fm.add_argument("files", nargs="+", metavar="FILE", help="the .hl files to format ('-': stdin to stdout)")
@@ -581,6 +586,22 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--seed", type=int, default=0, metavar="N", help="the search's random seed (default 0)")
     tu.add_argument("--name", default="tuned", metavar="BLOCK", help="the written block's name (default tuned)")
     tu.set_defaults(fn=cmd_tune)
+    pg = sub.add_parser("playground", help="serve the playground: edit, run and inspect programs in a "
+                                           "browser (needs pip install 'hdsl[playground]')")
+    pg.add_argument("--host", default="127.0.0.1",
+                    help="the address to listen on (default 127.0.0.1: this machine only)")
+    pg.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    pg.add_argument("--examples", metavar="DIR",
+                    help="the examples folder to offer (default: the checkout's examples/, if any)")
+    pg.add_argument("--cpu-seconds", type=_positive_int, default=20, metavar="S",
+                    help="CPU time each compile or run may use (default 20)")
+    pg.add_argument("--wall-seconds", type=_positive_int, metavar="S",
+                    help="seconds each compile or run may take (default 1.5 x CPU seconds + 5)")
+    pg.add_argument("--memory-mb", type=_positive_int, default=3072, metavar="M",
+                    help="memory each compile or run may use (default 3072)")
+    pg.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                    help="compiles and runs at once (default 2); 32 more may wait")
+    pg.set_defaults(fn=cmd_playground)
     ls = sub.add_parser("lsp", help="run the language server on stdin/stdout (for editors; needs pygls: "
                                     "pip install 'hdsl[lsp]')")
     ls.set_defaults(fn=cmd_lsp)

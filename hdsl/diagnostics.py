@@ -31,6 +31,11 @@ def register_source(filename: str, text: str) -> None:
     _SOURCES[filename] = text
 
 
+def registered_source(filename: str) -> str | None:
+    """The text checked under this file name, if any."""
+    return _SOURCES.get(filename)
+
+
 def source_line(span: Span) -> str | None:
     text = _SOURCES.get(span.file)
     if text is None:

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.install
 
 PROGRAM = ROOT / "examples" / "unsharp.hl"          # `use boundary` and `use filters`
 IMAGE = ROOT / "examples" / "images" / "gray8.png"
+PLAYGROUND_BUNDLE = "hdsl/playground/static/editor.js"
 
 
 def _run(cmd, **kw) -> subprocess.CompletedProcess:
@@ -97,8 +98,13 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     work.mkdir()
     wheel = _build_wheel(work)
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c"]:
+    for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c",
+                   "hdsl/playground/static/index.html", "hdsl/playground/static/playground.css"]:
         assert needed in names, f"the wheel lacks {needed}"
+    # the playground's editor bundle, built by `make playground-bundle` (which `make test` and
+    # `make wheel` run); a developer's checkout without Node may lack it, CI may not
+    if os.environ.get("CI") or (ROOT / PLAYGROUND_BUNDLE).is_file():
+        assert PLAYGROUND_BUNDLE in names, f"the wheel lacks {PLAYGROUND_BUNDLE}"
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv])
@@ -134,7 +140,44 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     assert np.array_equal(np.load(user / "api_native.npy"), np.load(user / "api_reference.npy"))
     assert np.array_equal(np.load(user / "api_native.npy"), native)
 
+    if PLAYGROUND_BUNDLE in names:
+        _serve_the_playground(venv / "bin" / "hdsl", user, env)
+
     assert _tree(venv) == before, "something was written into the virtual environment"
     cache = user / "home" / ".cache" / "hdsl"
     assert any(cache.glob("libhdsl_runtime_*.so")) and any(cache.glob("src-*.o")), \
         "the compile cache is not in the per-user cache directory"
+
+
+def _serve_the_playground(hdsl_cmd: Path, cwd: Path, env: dict) -> None:
+    """The installed `hdsl playground` serves its page and bundle from the package, offers the
+    stdlib (no examples: there is no checkout), and checks a program in its worker."""
+    import json
+    import socket
+    import time
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(hdsl_cmd), "playground", "--port", str(port)], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                meta = json.loads(urllib.request.urlopen(url + "/api/meta", timeout=10).read())
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+                time.sleep(0.2)
+        assert meta["examples"] == [] and "filters" in meta["stdlib"] and meta["starter"] == ["rings"]
+        assert b"pipeline rings" in urllib.request.urlopen(url + "/api/source/starter/rings", timeout=10).read()
+        assert b"hdsl playground" in urllib.request.urlopen(url + "/", timeout=10).read()
+        assert len(urllib.request.urlopen(url + "/static/editor.js", timeout=10).read()) > 100_000
+        req = urllib.request.Request(url + "/api/check", json.dumps({"source": "pipeline p\nuse filters\n"
+                                     "output o: u8[1]\nalgorithm { o(x) = u8(x) }\n"}).encode())
+        assert json.loads(urllib.request.urlopen(req, timeout=60).read())["ok"] is True
+    finally:
+        proc.terminate()
+        proc.wait(10)
