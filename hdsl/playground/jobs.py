@@ -271,15 +271,16 @@ def run(req: dict, examples: Path | None, images: Path | None, work: Path) -> di
 
 
 def view(req: dict, examples: Path | None) -> dict:
-    """A compiled form: the loop nest after a pass, LLVM IR, assembly or the HTML report."""
+    """A compiled form: the loop nest after a pass, LLVM IR, assembly, the HTML report, a cuda
+    target's PTX or target opengl's GLSL (hdsl.aot.compiled_form, as `hdsl lower` prints them)."""
     from hdsl.aot import compiled_form
     from hdsl.ir.expr import clear_interned, no_collection
     kind = req.get("kind", "stmt")
     try:
         p = _load(req["source"], examples)
         target = req.get("target") or "host"
-        if target != "host" and not target.startswith("x86-64"):
-            target = "host"      # (the evaluator's, or a GPU's: the CPU's forms for now)
+        if target.startswith("interp"):
+            target = "host"      # (the evaluator has no compiled form: the CPU's)
         with no_collection():
             text = compiled_form(p.ir, kind, req.get("schedule") or None, target, req.get("after") or None)
         clear_interned()

@@ -85,7 +85,7 @@ def create_app(examples: Path | None = None, images: Path | None = None, limits:
     meta = {"targets": jobs.targets(), "passes": list(PASSES), "examples": list(sources["example"]),
             "stdlib": list(sources["stdlib"]), "starter": list(sources["starter"]), "images": samples,
             "limits": {"cpu_s": limits.cpu_s, "wall_s": limits.wall_s, "memory_mb": limits.memory_mb},
-            "views": ["stmt", "html", "llvm", "asm"]}
+            "views": ["stmt", "html", "llvm", "asm", "ptx", "glsl"]}
     tokens = token_rules()
 
     async def page(request: Request):

@@ -120,6 +120,14 @@ def test_the_compiled_forms_are_what_hdsl_lower_prints(server, tmp_path):
         cli = subprocess.run([sys.executable, "-m", "hdsl.cli", "lower", str(path), "--emit", kind],
                              capture_output=True, text=True, check=True).stdout
         assert a["ok"] and a["text"] + "\n" == cli and label in a["text"]
+    # a GPU target's kernels: PTX for cuda, GLSL for opengl, as `hdsl lower --emit` prints them
+    for kind, target, label in (("ptx", "cuda", ".entry kernel_out_"), ("glsl", "opengl", "void main()")):
+        _, a = server.post("/api/view", {"source": program, "kind": kind, "target": target})
+        cli = subprocess.run([sys.executable, "-m", "hdsl.cli", "lower", str(path), "--emit", kind,
+                              "--target", target], capture_output=True, text=True, check=True).stdout
+        assert a["ok"] and a["text"] == cli and label in a["text"], a
+    _, a = server.post("/api/view", {"source": program, "kind": "ptx", "target": "host"})
+    assert not a["ok"] and "--emit ptx needs a cuda target" in a["diagnostics"][0]["message"]
     _, a = server.post("/api/view", {"source": program, "kind": "html"})
     # the report links loops to the source, and shows the source sent (no file on disk)
     assert a["ok"] and '<a href="#L' in a["text"] and "repeat_edge(img)" in a["text"]
