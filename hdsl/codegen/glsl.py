@@ -526,19 +526,14 @@ class GlslCodeGen:
             self.restore(e.name, old)
             return r
         text = self.compute(e)
-        self.ntemp += 1
-        ident = f"t{self.ntemp}"
-        while ident in self.names.used:
-            self.ntemp += 1
-            ident = f"t{self.ntemp}"
-        self.names.used.add(ident)
         prec = "precise " if (e.type.is_float() or _float_compare(e)) and not self.fast_math else ""
-        self.emit(f"{prec}{self.type(e.type)} {ident} = {text};")
+        ident = self.expr_text(text, f"{prec}{self.type(e.type)}")
         self.cache[-1][id(e)] = (e, ident)
         return ident
 
     def expr_text(self, text: str, glsl_t: str) -> str:
-        """A temporary holding a GLSL expression built here (not from the IR)."""
+        """A fresh temporary `t<n>` (a name no one uses) holding a GLSL expression; `glsl_t` is
+        its declared type, with `precise` where strict floating point needs it."""
         self.ntemp += 1
         ident = f"t{self.ntemp}"
         while ident in self.names.used:
