@@ -592,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the address to listen on (default 127.0.0.1: this machine only)")
     pg.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
     pg.add_argument("--examples", metavar="DIR",
-                    help="the examples folder to offer (default: the checkout's examples/, if any)")
+                    help="the examples folder to offer (default: the examples hdsl carries)")
     pg.add_argument("--cpu-seconds", type=_positive_int, default=20, metavar="S",
                     help="CPU time each compile or run may use (default 20)")
     pg.add_argument("--wall-seconds", type=_positive_int, metavar="S",

@@ -99,7 +99,9 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     wheel = _build_wheel(work)
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c",
-                   "hdsl/playground/static/index.html", "hdsl/playground/static/playground.css"]:
+                   "hdsl/playground/static/index.html", "hdsl/playground/static/playground.css",
+                   "hdsl/examples/blur.hl", "hdsl/examples/camera_pipe.hl", "hdsl/examples/images/gray16.png",
+                   "hdsl/examples/images/camera_matrix_3200.npy"]:
         assert needed in names, f"the wheel lacks {needed}"
     # the playground's editor bundle, built by `make playground-bundle` (which `make test` and
     # `make wheel` run); a developer's checkout without Node may lack it, CI may not
@@ -151,7 +153,8 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
 
 def _serve_the_playground(hdsl_cmd: Path, cwd: Path, env: dict) -> None:
     """The installed `hdsl playground` serves its page and bundle from the package, offers the
-    stdlib (no examples: there is no checkout), and checks a program in its worker."""
+    stdlib and the examples with their sample images (copies in the wheel: there is no
+    checkout), and checks a program in its worker."""
     import json
     import socket
     import time
@@ -171,7 +174,10 @@ def _serve_the_playground(hdsl_cmd: Path, cwd: Path, env: dict) -> None:
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
                 time.sleep(0.2)
-        assert meta["examples"] == [] and "filters" in meta["stdlib"] and meta["starter"] == ["rings"]
+        assert "filters" in meta["stdlib"] and meta["starter"] == ["rings"]
+        assert "blur" in meta["examples"] and "camera_pipe" in meta["examples"]
+        assert "gray16.png" in {s["name"] for s in meta["images"]}
+        assert b"pipeline blur" in urllib.request.urlopen(url + "/api/source/example/blur", timeout=10).read()
         assert b"pipeline rings" in urllib.request.urlopen(url + "/api/source/starter/rings", timeout=10).read()
         assert b"hdsl playground" in urllib.request.urlopen(url + "/", timeout=10).read()
         assert len(urllib.request.urlopen(url + "/static/editor.js", timeout=10).read()) > 100_000

@@ -22,12 +22,13 @@ from hdsl.playground.sandbox import Busy, Folders, Limits, Pool
 STATIC = Path(__file__).resolve().parent / "static"
 BUNDLE = STATIC / "editor.js"
 MAX_BODY = 12 << 20             # a request's bytes (an uploaded image travels as base64)
-CHECKOUT_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PACKAGED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def default_examples() -> Path | None:
-    """The examples folder of the checkout hdsl runs from (an installed wheel has none)."""
-    return CHECKOUT_EXAMPLES if (CHECKOUT_EXAMPLES / "blur.hl").is_file() else None
+    """The examples hdsl carries (hdsl/examples: in a checkout a link to examples/, in an
+    installed wheel a copy of its programs and sample images)."""
+    return PACKAGED_EXAMPLES if (PACKAGED_EXAMPLES / "blur.hl").is_file() else None
 
 
 def token_rules() -> list[dict]:
