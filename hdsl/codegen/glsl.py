@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hdsl.diagnostics import HdslError, InternalError
+from hdsl.ir.closure import mentioned_names
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var
 from hdsl.ir.kernel import Kernel
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, GpuBarrier, IfThenElse, Let, LetStmt, Load, Stmt,
@@ -239,7 +240,10 @@ class GlslCodeGen:
         header.append("layout(" + ", ".join(f"local_size_{d} = {n}" for d, n in zip("xyz", sizes)) + ") in;")
         header.append("uniform ivec3 hdsl_group_base;  // the first work group of this dispatch")
         binding = 0
+        used = mentioned_names(body)
         for a in k.args:
+            if a.kind == "scalar" and a.name not in used:
+                continue        # (a launch bound the host maximized over the grid: not the shader's)
             if a.kind == "buffer":
                 packed = _packed(a.type)
                 word = "uint" if packed else self.type(a.type)

@@ -97,3 +97,22 @@ def test_level_set_cuda_schedule(which):
     assert np.array_equal(got, p.compile("host")(img=img, phi=phi, **PARAMS))
     # img, phi, and the two the host computes: the weights and their sum; 4 kernels
     assert counts["to_device"] == 4 and counts["launch"] == 4
+
+
+def test_the_autodiff_examples_cuda_schedules():
+    """fit_filter's and bilateral_slice's forward pipelines (several inputs each, so not in
+    EXAMPLES) under their `schedule cuda`: one kernel each, equal to the evaluator."""
+    rng = np.random.default_rng(1)
+    img, target = rng.random((21, 37), dtype=np.float32), rng.random((21, 37), dtype=np.float32)
+    w = rng.random((5, 5), dtype=np.float32)
+    p = hdsl.load(EX / "fit_filter.hl")
+    got, counts = run_emulated(p, img=img, w=w, target=target)
+    assert np.array_equal(got, p(img=img, w=w, target=target)) and counts["launch"] == 1
+    # the API's layout (y, x, ...): grid(gx, gy, gz, c) with 12 coefficients per cell
+    kw = dict(grid=rng.standard_normal((3, 4, 5, 12)).astype(np.float32),
+              guide=rng.uniform(0.02, 0.98, (21, 37)).astype(np.float32),
+              img=rng.random((21, 37, 3), dtype=np.float32),
+              dout=rng.standard_normal((21, 37, 3)).astype(np.float32))
+    p = hdsl.load(EX / "bilateral_slice.hl")
+    got, counts = run_emulated(p, (37, 21, 3), **kw)
+    assert np.array_equal(got, p.realize((37, 21, 3), **kw)) and counts["launch"] == 1
