@@ -36,6 +36,7 @@ from hdsl.ir.bounds import BoundsEnv, interval
 from hdsl.ir.expr import BufferProp, Const, FuncCall, InputCall, Param, RVar, Var, walk
 from hdsl.ir.func import Func, Pipeline, Schedule, calls_in, definition_exprs, pure_positions, topo_order
 from hdsl.ir.printer import expr_str
+from hdsl.target import parse_target
 
 DEFAULT_EXTENTS = (1536, 1024, 4)     # an output's dims without an estimate (dims past the third: 4)
 SMALL = 16                 # a dim at most this wide is a channel-like dim: not tiled, not vectorized
@@ -468,7 +469,7 @@ def auto_text(p: Pipeline, target: str = "host") -> str:
 def rules_for(target: str) -> None:
     """The hook for targets: the CPU rules above serve every CPU target; a GPU target
     (cuda, opengl) needs gpu_tile rules of its own (the 2018 paper's 16x16x4 tiles)."""
-    if target.split("-fast_math")[0] not in CPU_TARGETS:
+    if parse_target(target).base not in CPU_TARGETS:
         raise HdslError(f"the automatic scheduler has no rules for target '{target}' yet", None,
                         "it schedules for the CPU (host, x86-64-avx2, x86-64-avx512); write a "
                         "`schedule NAME { ... }` block for this target")
@@ -476,7 +477,7 @@ def rules_for(target: str) -> None:
 
 def auto_schedule(p: Pipeline, target: str = "host") -> Schedule:
     """The automatic schedule as a Schedule of p's Funcs (cached on p per target)."""
-    base = target[: -len("-fast_math")] if target.endswith("-fast_math") else target
+    base = parse_target(target).base
     cache = p.__dict__.setdefault("_auto_schedules", {})
     if base not in cache:
         text = auto_text(p, base)
