@@ -49,6 +49,7 @@ class CodeGenCPU(CodeGenLLVM):
     # ------------------------------------------------------------ entry
     def generate(self, stmt: Stmt) -> ir.Module:
         st = _Fn(self, self.fn_main)
+        st.wide_index = True
         args_ptr, err_ptr = self.fn_main.args
         st.err_info = err_ptr
         b = st.b
@@ -215,6 +216,10 @@ class CodeGenCPU(CodeGenLLVM):
                              typ=types[k])
             inner.syms[n] = (v, st.syms[n][1])
         inner.syms[s.var] = (idx, I32)
+        # (a ring let of the caller arrives as a plain value that may have wrapped: its
+        # offsets keep 32 bits, see CodeGenLLVM.wide_index)
+        inner.wide_index = st.wide_index
+        inner.ring_lets = {n: None for n in free if n in st.ring_lets}
         self.stmt(inner, s.body)
         if not inner.b.block.is_terminated:
             inner.b.ret(ir.Constant(I32T, 0))

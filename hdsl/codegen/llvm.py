@@ -110,6 +110,29 @@ class _Fn:
         self.lanes: int | None = None        # inside a vectorized loop: its width
         self.mask = None                     # inside a vector guard: the active lanes
         self.cache: dict = {}                # id(expr) -> (expr, value) for CSE
+        # 64-bit addressing of scalar loads and stores (CodeGenLLVM.wide_index): on only where
+        # every variable's value is known exact (the CPU's functions); ring_lets holds the i32
+        # lets defined by + - * (their i64 forms made on demand), None for one that cannot be
+        self.wide_index = False
+        self.ring_lets: dict[str, "_RingLet | None"] = {}
+
+
+class _NotWide(Exception):
+    """An index that wide_index cannot evaluate in 64 bits (it is then addressed in 32)."""
+
+
+_RING = {"+": "add", "-": "sub", "*": "mul"}
+_ABSENT = object()
+
+
+class _RingLet:
+    """An i32 let whose value is made by + - * (a hoisted part of an offset): its expression,
+    the LLVM value it was given (where its i64 form is inserted), the values its leaves had
+    (non-ring subexpressions and plain variables, by id) and the ring lets it uses."""
+
+    def __init__(self, expr, anchor, leaves: dict, lets: dict):
+        self.expr, self.anchor, self.leaves, self.lets = expr, anchor, leaves, lets
+        self.wide = None
 
 
 class CodeGenLLVM:
@@ -155,7 +178,13 @@ class CodeGenLLVM:
             v = self.expr(st, s.value, keep_ramp=True)
             old = st.syms.get(s.name)
             st.syms[s.name] = (v, s.value.type)
+            old_ring = st.ring_lets.pop(s.name, _ABSENT)
+            if st.wide_index and isinstance(s.value, BinOp) and s.value.op in _RING and s.value.type == I32:
+                st.ring_lets[s.name] = self._ring_let(st, s.value, v)
             self.stmt(st, s.body)
+            st.ring_lets.pop(s.name, None)
+            if old_ring is not _ABSENT:
+                st.ring_lets[s.name] = old_ring
             if old is None:
                 del st.syms[s.name]
             else:
@@ -297,7 +326,7 @@ class CodeGenLLVM:
         if lanes is None and st.mask is None:
             if t.is_bool():
                 v = b.zext(v, I8T)
-            b.store(v, b.gep(base, [idx], source_etype=mt))
+            b.store(v, b.gep(base, [self.wide_index(st, s.index, idx)], source_etype=mt))
         else:
             self.store_vector(st, s, base, idx, v, lanes)
 
@@ -310,8 +339,96 @@ class CodeGenLLVM:
         if isinstance(idx, (Ramp, Interleave)) or isinstance(idx.type, ir.VectorType):
             v = self.vector_load(st, e, base, idx)
             return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
-        v = b.load(b.gep(base, [idx], source_etype=mt), typ=mt)
+        v = b.load(b.gep(base, [self.wide_index(st, e.index, idx)], source_etype=mt), typ=mt)
         return b.icmp_unsigned("!=", v, ir.Constant(I8T, 0)) if t.is_bool() else v
+
+    # ------------------------------------------------------------ 64-bit addressing
+    def wide_index(self, st: _Fn, e: Expr, idx):
+        """The scalar offset `e` (whose i32 value is `idx`) for a gep, computed in i64 where
+        st.wide_index allows: its + - * are done in 64 bits over sign-extended leaves (loop
+        variables, buffer fields, params, and values made by other operators: min, max,
+        casts, loads, ...), lets made by + - * expanded into their own expressions (their
+        i64 forms inserted after them). LLVM then folds the offset into the addressing and
+        widens the loop's induction variable, as it does for Halide (whose i32 arithmetic
+        has no signed wrap): a histogram's bin update is a load, an add and a store, not
+        two 32-bit sums and two sign extensions per pixel.
+
+        Sound because + - * commute with reduction mod 2^32: the i64 result is the exact
+        value of the offset over the leaves' values, the i32 one that value mod 2^32, and
+        an offset in bounds (checked before any access: flatten.py) is below 2^31, where
+        the two agree. A let's i32 value may have wrapped (a min near -2^31), so lets are
+        expanded rather than taken as leaves; a variable whose provenance is not known
+        (a ring let passed into a task, see CodeGenCPU.parallel_for) keeps 32 bits."""
+        if not st.wide_index or idx.type != I32T:
+            return idx
+        try:
+            return self._wide(st.b, e, lambda n: self._leaf(st, n), st.ring_lets)
+        except _NotWide:
+            return idx
+
+    def _leaf(self, st: _Fn, n: Expr):
+        if isinstance(n, (Var, Param)):
+            v = st.syms.get(n.name)
+            return None if v is None else v[0]
+        return self.expr(st, n, keep_ramp=True)     # (cached: the i32 index made it just now)
+
+    def _wide(self, b, e: Expr, leaf, lets):
+        if isinstance(e, Const) and e.type == I32:
+            return ir.Constant(I64T, int(e.value))
+        if isinstance(e, BinOp) and e.op in _RING and e.type == I32:
+            x = self._wide(b, e.a, leaf, lets)
+            y = self._wide(b, e.b, leaf, lets)
+            return getattr(b, _RING[e.op])(x, y)
+        if isinstance(e, Var) and e.name in lets:
+            rec = lets[e.name]
+            if rec is None:
+                raise _NotWide
+            return self._wide_let(b, rec)
+        v = leaf(e)
+        if not isinstance(v, ir.Value) or v.type != I32T:
+            raise _NotWide
+        return b.sext(v, I64T)
+
+    def _ring_let(self, st: _Fn, e: Expr, v) -> "_RingLet | None":
+        """The record of a ring let just bound to v; None when its i64 form cannot be made."""
+        if not isinstance(v, ir.Instruction) or v.type != I32T:
+            return None
+        leaves, lets = {}, {}
+
+        def walk(n):
+            if isinstance(n, Const):
+                return True
+            if isinstance(n, BinOp) and n.op in _RING and n.type == I32:
+                return walk(n.a) and walk(n.b)
+            if isinstance(n, Var) and n.name in st.ring_lets:
+                lets[n.name] = st.ring_lets[n.name]
+                return True
+            if isinstance(n, (Var, Param)):
+                val = st.syms.get(n.name)
+                val = None if val is None else val[0]
+            else:
+                hit = st.cache.get(id(n))
+                val = None if hit is None else hit[1]
+            if not isinstance(val, ir.Value) or val.type != I32T:
+                return False
+            leaves[id(n)] = val
+            return True
+        return _RingLet(e, v, leaves, lets) if walk(e) else None
+
+    def _wide_let(self, b, rec: _RingLet):
+        """rec's i64 form, made once, right after its i32 value (so it dominates every use)."""
+        if rec.wide is None:
+            anchor = rec.anchor
+            if b.block is anchor.parent:
+                # (the builder is still in the let's block, past its value: made here, it
+                # dominates the rest of the let's body; a second builder inserting into this
+                # block would leave b's insertion point behind)
+                at = b
+            else:
+                at = ir.IRBuilder(anchor.parent)
+                at.position_after(anchor)
+            rec.wide = self._wide(at, rec.expr, lambda n: rec.leaves.get(id(n)), rec.lets)
+        return rec.wide
 
     def concat(self, st: _Fn, vecs):
         """One vector holding the lanes of `vecs` one after another."""
