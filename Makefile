@@ -1,6 +1,6 @@
 # make demo   compile examples/blur.hl (the 2012 paper's tiled schedule) and run it on a bundled image
 # make test   run the test suite
-# make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md); BENCH_QUICK=1 for small sizes
+# make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md, AUTOSCHED.md, CALLPATH.md); BENCH_QUICK=1 for small sizes
 # make wheel  build dist/hdsl-VERSION-py3-none-any.whl (grammar, stdlib and runtime source inside)
 # make vsix   build dist/hdsl.vsix, the VS Code extension (editors/vscode; docs/editors.md)
 # make playground  serve the web playground on http://127.0.0.1:8000/ (PORT=N for another; docs/playground.md)
@@ -91,6 +91,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: $(BENCH_STAMP)
 	$(PYTHON) benchmarks/run.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
 	$(PYTHON) benchmarks/autosched.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
+	$(PYTHON) benchmarks/callpath.py $(if $(BENCH_QUICK),--quick --out out/bench-quick)
 
 # the wheel users install (tests/test_install.py builds one the same way and runs it)
 wheel: venv $(PG_BUNDLE)

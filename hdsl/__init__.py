@@ -3,6 +3,7 @@
     p = hdsl.load("blur.hl")
     out = p(img=array)                 # outputs at the first input's size
     out = p.realize((W, H), img=array)
+    lib = hdsl.load_library("libblur.so")     # an `hdsl compile --emit so` library, called alike
 """
 import sys
 
@@ -14,5 +15,13 @@ if sys.getrecursionlimit() < 20000:
 from hdsl.api import Pipeline, load, loads  # noqa: E402
 from hdsl.diagnostics import HdslError, InternalError  # noqa: E402
 
-__all__ = ["Pipeline", "load", "loads", "HdslError", "InternalError"]
+
+def load_library(path, name=None):
+    """An AOT shared library (`hdsl compile FILE --emit so`), called like a compiled Pipeline
+    (hdsl/runtime/library.py)."""
+    from hdsl.runtime.library import load_library as load
+    return load(path, name)
+
+
+__all__ = ["Pipeline", "load", "loads", "load_library", "HdslError", "InternalError"]
 __version__ = "0.1.0"

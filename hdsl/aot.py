@@ -2,7 +2,9 @@
 
 The object holds the generated code, a C entry wrapper and the thread pool;
 it needs only libc, libm and pthreads. Its only global symbols are the
-pipeline's function, `<name>_error_message` and `<name>_arguments`; every
+pipeline's function, `<name>_error_message`, `<name>_arguments` and
+`<name>_argv` (the function with its arguments in an array, which
+`load_library` calls from Python through the fast call path); every
 internal symbol is prefixed with `<name>__` and made local, so several
 pipelines link into one program without clashes.
 """

@@ -9,6 +9,7 @@ from hdsl.diagnostics import HdslError, read_source
 from hdsl.frontend.elaborate import check_source
 from hdsl.ir.func import Pipeline as PipelineIR
 from hdsl.ir.types import from_dtype
+from hdsl.runtime.fastcall import FastFailure
 
 from hdsl.target import TARGET_NAMES as TARGETS, Target, parse_target  # noqa: F401 (TARGETS: for callers)
 
@@ -28,6 +29,83 @@ def from_buffer_layout(arr: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose(axes))
 
 
+def bind_arguments(name: str, inputs_decl, params_decl, kwargs):
+    """Check and convert a call's keyword arguments: ({input: array in [x, y, c] order},
+    {param: NumPy scalar}). inputs_decl: objects with .name, .type, .dims; params_decl:
+    with .name, .type, .default (a Pipeline's IR, or an AOT library's argument table)."""
+    inputs, params = {}, {}
+    known = {b.name for b in inputs_decl} | {p.name for p in params_decl}
+    for k in kwargs:
+        if k not in known:
+            raise HdslError(f"pipeline '{name}' has no input or param '{k}'", None,
+                            "its inputs and params: " + ", ".join(sorted(known)))
+    for b in inputs_decl:
+        if b.name not in kwargs:
+            raise HdslError(f"input '{b.name}' is missing", None, f"pass {b.name}=<array>")
+        arr = np.asarray(kwargs[b.name])
+        if arr.ndim != b.dims:
+            raise HdslError(f"input '{b.name}' has {b.dims} dimension{'s' if b.dims > 1 else ''} "
+                            f"but the array has {arr.ndim} (shape {arr.shape})", None,
+                            "an (H, W) array is img(x, y); an (H, W, C) array is img(x, y, c)")
+        try:
+            t = from_dtype(arr.dtype)
+        except ValueError:
+            t = None
+        if t != b.type:
+            raise HdslError(f"input '{b.name}' is {b.type} but the array holds {arr.dtype}", None,
+                            f"convert it first, e.g. array.astype(np.{b.type.dtype})")
+        if arr.size == 0:
+            raise HdslError(f"input '{b.name}' is empty (shape {arr.shape})", None)
+        if max(arr.shape) > 2 ** 31 - 1:
+            # (a broadcast view can be that long): coordinates and extents are i32, as in Halide
+            raise HdslError(f"input '{b.name}' has shape {arr.shape}; an extent may be at most "
+                            f"2^31 - 1 = 2147483647 (coordinates are i32, as in Halide)", None,
+                            "process the image in pieces")
+        inputs[b.name] = to_buffer_layout(arr, b.dims)
+    for p in params_decl:
+        if p.name in kwargs:
+            v = kwargs[p.name]
+            try:
+                val = np.array(v).astype(p.type.dtype) if not isinstance(v, str) else None
+            except (TypeError, ValueError):
+                val = None
+            if val is None or val.ndim != 0:
+                raise HdslError(f"param '{p.name}' needs a {p.type} scalar, not {v!r}", None)
+            if not p.type.is_float() and float(np.asarray(v)) != float(val):
+                raise HdslError(f"param '{p.name}' is {p.type}; {v!r} does not fit", None)
+            params[p.name] = val[()]
+        elif p.default is not None:
+            params[p.name] = np.array(p.default).astype(p.type.dtype)[()]
+        else:
+            raise HdslError(f"param '{p.name}' has no default and is not given", None,
+                            f"pass {p.name}=<value>")
+    return inputs, params
+
+
+def check_outputs(outputs_decl, arrays, inputs) -> list[list[int]]:
+    """The sizes ([x, y, c] order) of caller-owned output arrays, after checking each: the
+    type and rank of its output (outputs_decl: (name, Type, dims)), writeable, and not
+    overlapping an input or another output."""
+    sizes = []
+    for (name, t, dims), arr in zip(outputs_decl, arrays):
+        if not isinstance(arr, np.ndarray) or arr.ndim != dims or arr.dtype != t.dtype:
+            raise HdslError(f"output '{name}' needs a {t} array with {dims} dimensions", None)
+        if not arr.flags.writeable:
+            raise HdslError(f"the array for output '{name}' is read-only", None,
+                            "pass a writeable array (e.g. a copy: array.copy())")
+        sizes.append(list(to_buffer_layout(arr, dims).shape))
+    # inputs are values: an output written over an input still to be read (a stencil's
+    # neighbours) would change what the pipeline reads, so buffers may not overlap
+    named = [(f"output '{o[0]}'", a) for o, a in zip(outputs_decl, arrays)] + \
+        [(f"input '{k}'", v) for k, v in inputs.items() if isinstance(v, np.ndarray)]
+    for i, (what, a) in enumerate(named[:len(arrays)]):
+        for other, b in named[i + 1:]:
+            if np.may_share_memory(a, b):
+                raise HdslError(f"{what} overlaps {other} in memory", None,
+                                "write into a separate array (outputs may not alias inputs or each other)")
+    return sizes
+
+
 class Pipeline:
     """A checked pipeline; call it with inputs and params as keyword arguments."""
 
@@ -37,6 +115,8 @@ class Pipeline:
         self.schedule = schedule
         self.name = ir.name
         self.native = native
+        # the fast call path (runtime/fastcall.py): native CPU code only
+        self._fast = getattr(native, "fast", None)
 
     @property
     def inputs(self):
@@ -80,53 +160,7 @@ class Pipeline:
         return Gradient(Pipeline(ir), kinds)
 
     def _bind(self, kwargs):
-        inputs, params = {}, {}
-        known = {b.name for b in self.ir.inputs} | {p.name for p in self.ir.params}
-        for k in kwargs:
-            if k not in known:
-                raise HdslError(f"pipeline '{self.name}' has no input or param '{k}'", None,
-                                "its inputs and params: " + ", ".join(sorted(known)))
-        for b in self.ir.inputs:
-            if b.name not in kwargs:
-                raise HdslError(f"input '{b.name}' is missing", None, f"pass {b.name}=<array>")
-            arr = np.asarray(kwargs[b.name])
-            if arr.ndim != b.dims:
-                raise HdslError(f"input '{b.name}' has {b.dims} dimension{'s' if b.dims > 1 else ''} "
-                                f"but the array has {arr.ndim} (shape {arr.shape})", None,
-                                "an (H, W) array is img(x, y); an (H, W, C) array is img(x, y, c)")
-            try:
-                t = from_dtype(arr.dtype)
-            except ValueError:
-                t = None
-            if t != b.type:
-                raise HdslError(f"input '{b.name}' is {b.type} but the array holds {arr.dtype}", None,
-                                f"convert it first, e.g. array.astype(np.{b.type.dtype})")
-            if arr.size == 0:
-                raise HdslError(f"input '{b.name}' is empty (shape {arr.shape})", None)
-            if max(arr.shape) > 2 ** 31 - 1:
-                # (a broadcast view can be that long): coordinates and extents are i32, as in Halide
-                raise HdslError(f"input '{b.name}' has shape {arr.shape}; an extent may be at most "
-                                f"2^31 - 1 = 2147483647 (coordinates are i32, as in Halide)", None,
-                                "process the image in pieces")
-            inputs[b.name] = to_buffer_layout(arr, b.dims)
-        for p in self.ir.params:
-            if p.name in kwargs:
-                v = kwargs[p.name]
-                try:
-                    val = np.array(v).astype(p.type.dtype) if not isinstance(v, str) else None
-                except (TypeError, ValueError):
-                    val = None
-                if val is None or val.ndim != 0:
-                    raise HdslError(f"param '{p.name}' needs a {p.type} scalar, not {v!r}", None)
-                if not p.type.is_float() and float(np.asarray(v)) != float(val):
-                    raise HdslError(f"param '{p.name}' is {p.type}; {v!r} does not fit", None)
-                params[p.name] = val[()]
-            elif p.default is not None:
-                params[p.name] = np.array(p.default).astype(p.type.dtype)[()]
-            else:
-                raise HdslError(f"param '{p.name}' has no default and is not given", None,
-                                f"pass {p.name}=<value>")
-        return inputs, params
+        return bind_arguments(self.name, self.ir.inputs, self.ir.params, kwargs)
 
     def default_sizes(self, inputs) -> list[list[int]]:
         if not self.ir.inputs:
@@ -178,29 +212,19 @@ class Pipeline:
         stride 1: a row-major gray image, or a colour array whose channels are planes
         (np.empty((C, H, W)).transpose(1, 2, 0)). `min`: the coordinates of each array's first
         element, as in realize."""
+        fast = self._fast
+        if fast is not None and min is None:
+            code = fast.call(out, kwargs)
+            if code == 0:
+                return out
+            if code > 0:
+                raise self._fast_error(code, out, kwargs)
         arrays = list(out) if isinstance(out, (tuple, list)) else [out]
         if len(arrays) != len(self.ir.outputs):
             raise HdslError(f"pipeline '{self.name}' has {len(self.ir.outputs)} outputs, but "
                             f"{len(arrays)} arrays were given", None)
         inputs, params = self._bind(kwargs)
-        sizes = []
-        for f, arr in zip(self.ir.outputs, arrays):
-            t = f.values[0].type
-            if not isinstance(arr, np.ndarray) or arr.ndim != f.dims or arr.dtype != t.dtype:
-                raise HdslError(f"output '{f.name}' needs a {t} array with {f.dims} dimensions", None)
-            if not arr.flags.writeable:
-                raise HdslError(f"the array for output '{f.name}' is read-only", None,
-                                "pass a writeable array (e.g. a copy: array.copy())")
-            sizes.append(list(to_buffer_layout(arr, f.dims).shape))
-        # inputs are values: an output written over an input still to be read (a stencil's
-        # neighbours) would change what the pipeline reads, so buffers may not overlap
-        named = [(f"output '{f.name}'", a) for f, a in zip(self.ir.outputs, arrays)] + \
-            [(f"input '{k}'", v) for k, v in inputs.items() if isinstance(v, np.ndarray)]
-        for i, (what, a) in enumerate(named[:len(arrays)]):
-            for other, b in named[i + 1:]:
-                if np.may_share_memory(a, b):
-                    raise HdslError(f"{what} overlaps {other} in memory", None,
-                                    "write into a separate array (outputs may not alias inputs or each other)")
+        sizes = check_outputs([(f.name, f.values[0].type, f.dims) for f in self.ir.outputs], arrays, inputs)
         if self.native is not None:
             self.native.run(inputs, params, sizes, [to_buffer_layout(a, a.ndim) for a in arrays],
                             self.origins(min))
@@ -211,8 +235,25 @@ class Pipeline:
         return out
 
     def __call__(self, **kwargs):
+        fast = self._fast
+        if fast is not None:
+            r = fast.call_new(kwargs)
+            if type(r) is not FastFailure:
+                return r
+            if r.code > 0:
+                raise self._fast_error(r.code, r.outs, kwargs)
         inputs, params = self._bind(kwargs)
         return self._run(inputs, params, self.default_sizes(inputs))
+
+    def _fast_error(self, code: int, out, kwargs) -> HdslError:
+        """The error of a fast call that the compiled code refused (code > 0), with the
+        message the general path gives (this thread's error info, the arguments bound again)."""
+        from hdsl.runtime.fastcall import info
+        where = info()
+        inputs, params = self._bind(kwargs)
+        arrays = list(out) if isinstance(out, (tuple, list)) else [out]
+        sizes = [list(to_buffer_layout(a, a.ndim).shape) for a in arrays]
+        return self.native.error(code, where, inputs, sizes, self.origins(None), params)
 
     def _run(self, inputs, params, sizes, min=None):
         from hdsl.interp.evaluate import realize

@@ -99,6 +99,7 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     wheel = _build_wheel(work)
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c",
+                   "hdsl/runtime/call.c",
                    "hdsl/playground/static/index.html", "hdsl/playground/static/playground.css",
                    "hdsl/examples/blur.hl", "hdsl/examples/camera_pipe.hl", "hdsl/examples/images/gray16.png",
                    "hdsl/examples/images/camera_matrix_3200.npy"]:

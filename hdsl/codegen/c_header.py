@@ -88,6 +88,10 @@ def header(p: Pipeline, name: str) -> str:
         f"const char *{name}_error_message(void);", "",
         "/* The pipeline's arguments in call order; *count receives how many. */",
         f"const struct hdsl_argument *{name}_arguments(int *count);", "",
+        f"/* {name} with its arguments in an array, in call order: each input's and output's",
+        " * struct hdsl_buffer *, a pointer to each param's value (as hdsl.load_library calls it",
+        f" * from Python). info is not written; {name}_error_message() describes an error. */",
+        f"int {name}_argv(void **args, int64_t *info);", "",
         "#ifdef __cplusplus", "}", "#endif", f"#endif  /* {guard} */", ""])
 
 
@@ -201,5 +205,13 @@ def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None 
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "out of memory");')
     lines.append("    }")
     lines.append("    return r;")
+    lines.append("}")
+    lines.append("")
+    casts = [f"(struct hdsl_buffer *)args[{k}]" for k in range(len(p.inputs))]
+    casts += [f"*({c_type(prm.type)} *)args[{len(p.inputs) + k}]" for k, prm in enumerate(p.params)]
+    casts += [f"(struct hdsl_buffer *)args[{len(p.inputs) + len(p.params) + k}]" for k in range(len(p.outputs))]
+    lines.append(f"int {name}_argv(void **args, int64_t *info) {{")
+    lines.append("    (void)args; (void)info;")
+    lines.append(f"    return {name}({', '.join(casts)});")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -160,11 +160,24 @@ def make_buffer(arr: np.ndarray, mins=None) -> BufferStruct:
     return b
 
 
-def _build_runtime(src: Path, work: Path) -> Path:
+def runtime_sources() -> list[tuple[str, str]]:
+    """The C sources of the runtime library, (file name, text): the thread pool, and the fast
+    call path (call.c, with the buffer struct of runtime/abi.py written in)."""
+    from hdsl.runtime.abi import c_buffer_struct
+    here = Path(__file__).parent
+    call = (here / "call.c").read_text().replace("/*HDSL_BUFFER_STRUCT*/", c_buffer_struct())
+    return [("thread_pool.c", (here / "thread_pool.c").read_text()), ("call.c", call)]
+
+
+def _build_runtime(sources: list[tuple[str, str]], work: Path) -> Path:
     out = work / "libhdsl_runtime.so"
     cc = os.environ.get("CC", "cc")
+    paths = []
+    for name, text in sources:
+        (work / name).write_text(text)
+        paths.append(str(work / name))
     try:
-        subprocess.run([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(out), str(src)],
+        subprocess.run([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(out), *paths],
                        check=True, capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError) as e:
         detail = getattr(e, "stderr", "") or str(e)
@@ -174,7 +187,8 @@ def _build_runtime(src: Path, work: Path) -> Path:
 
 
 def runtime_library() -> Path:
-    """Build (once per cache) and load the C thread pool so generated code can call it; the
+    """Build (once per cache) and load the C runtime (the thread pool generated code calls, and
+    the fast call path of runtime/fastcall.py); the
     path it was loaded from (without a cache, a temporary file already removed). The library
     is built in a private temporary directory and kept in the cache sealed (seal()); one
     whose checksum does not match is rebuilt, never loaded (a library cut short makes the
@@ -182,8 +196,8 @@ def runtime_library() -> Path:
     global _runtime_path
     if _runtime_path is not None:
         return _runtime_path
-    src = Path(__file__).with_name("thread_pool.c")
-    key = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    sources = runtime_sources()
+    key = hashlib.sha256("\0".join(t for _, t in sources).encode()).hexdigest()[:16]
     cache = cache_dir()
     cached = cache / f"libhdsl_runtime_{key}.so" if cache is not None else None
     from llvmlite import binding as llvm
@@ -198,7 +212,7 @@ def runtime_library() -> Path:
                             None, "set TMPDIR to a writable directory") from None
     try:
         if work is not None:
-            built = _build_runtime(src, work)
+            built = _build_runtime(sources, work)
             lib = cached if cache_write(cached, built.read_bytes()) else built
         ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
         llvm.load_library_permanently(str(lib))
@@ -448,6 +462,7 @@ class CompiledFunction:
             return False
         self._engine, self._tm = engine, tm       # the engine keeps the code alive
         self.n_objects = len(objects)
+        self.address = addr
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(addr)
         return True
 

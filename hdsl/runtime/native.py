@@ -110,6 +110,24 @@ class _Variant:
         return self._device_code
 
 
+def needs_copy(arr: np.ndarray) -> bool:
+    """Whether compiled code cannot read `arr` ([x, y, c] order) in place: x not at stride 1,
+    or not the machine's byte order."""
+    return bool(arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize) or not arr.dtype.isnative
+
+
+def native_layout(arr: np.ndarray) -> np.ndarray:
+    """`arr` ([x, y, c] order) as compiled code reads it: x at stride 1 (as Halide requires by
+    default) and the machine's byte order; copied only where needed."""
+    x_strided = arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="), order="F" if x_strided else "K")
+    if x_strided:
+        # interleaved colour or strided views are copied to a planar layout
+        arr = np.asfortranarray(arr)
+    return arr
+
+
 class NativePipeline:
     """A compiled pipeline. When the outputs' pure definitions are split, it is compiled with
     their last tiles shifted inwards (Halide's ShiftInwards: every tile whole, so what is
@@ -130,11 +148,29 @@ class NativePipeline:
         self.primary = _Variant(p, schedule, target, self.name, use_cache, bool(self.requirements))
         self._guarded = None if self.requirements else self.primary
         self.timings = self.primary.timings
+        self.fast = self._fast_call()
+
+    def _fast_call(self):
+        """The plan of the fast call path (runtime/fastcall.py), for CPU targets; None for a
+        GPU target (its calls hold the device: the general path) or where the process has none."""
+        if self.device is not None:
+            return None
+        from hdsl.runtime.fastcall import fast_call_for
+        p = self.p
+        params = [(prm.name, prm.type.name,
+                   None if prm.default is None else np.array(prm.default).astype(prm.type.dtype).item())
+                  for prm in p.params]
+        return fast_call_for([(b.name, b.type.dtype, b.dims) for b in p.inputs], params,
+                             [(f.name, f.values[0].type.dtype, f.dims) for f in p.outputs],
+                             self.primary.fn.address,
+                             self._guarded.fn.address if self._guarded is not None else 0, self.requirements)
 
     @property
     def guarded(self) -> _Variant:
         if self._guarded is None:
             self._guarded = _Variant(self.p, self.schedule, self.target, self.name, self.use_cache, False)
+            if self.fast is not None:
+                self.fast.set_guarded(self._guarded.fn.address)
         return self._guarded
 
     def variant(self, sizes) -> _Variant:
@@ -219,15 +255,9 @@ class NativePipeline:
         default) and the machine's byte order; copied only where needed, after the check
         that the copy can be addressed at all (a broadcast view may be tiny in memory but
         huge once copied)."""
-        x_strided = arr.ndim and arr.shape[0] > 1 and arr.strides[0] != arr.itemsize
-        if (x_strided or not arr.dtype.isnative) and arr.size > 2 ** 31 - 1:
+        if needs_copy(arr) and arr.size > 2 ** 31 - 1:
             raise self.error(ERR_BUFFER_TOO_LARGE, (k, arr.size), inputs, sizes)
-        if not arr.dtype.isnative:
-            arr = arr.astype(arr.dtype.newbyteorder("="), order="F" if x_strided else "K")
-        if x_strided:
-            # interleaved colour or strided views are copied to a planar layout
-            arr = np.asfortranarray(arr)
-        return arr
+        return native_layout(arr)
 
     def bound_error(self, info, inputs, params) -> HdslError:
         """info: the Func (its index in topological order), the dim, the region needed."""

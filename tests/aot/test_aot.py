@@ -26,7 +26,7 @@ def built(tmp_path_factory):
     blur = hdsl.load(EXAMPLES / "blur.hl")
     multi = hdsl.load(HERE / "multi.hl")
     files = compile_to_files(blur.ir, d, emit=("o", "h", "so"))
-    files.update({"multi_" + k: v for k, v in compile_to_files(multi.ir, d, emit=("o", "h")).items()})
+    files.update({"multi_" + k: v for k, v in compile_to_files(multi.ir, d, emit=("o", "h", "so")).items()})
     exe = d / "driver"
     subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", str(d), "-o", str(exe), str(HERE / "driver.c"),
                     str(files["o"]), str(files["multi_o"]), "-lm", "-pthread"], check=True)
@@ -79,7 +79,7 @@ def test_error_codes_and_messages(built):
 def test_only_the_public_symbols_are_global(built):
     nm = subprocess.run(["nm", "-g", "--defined-only", str(built["files"]["o"])], capture_output=True, text=True)
     names = sorted(line.split()[-1] for line in nm.stdout.splitlines())
-    assert names == ["blur", "blur_arguments", "blur_error_message"]
+    assert names == ["blur", "blur_arguments", "blur_argv", "blur_error_message"]
 
 
 def test_shared_library_through_ctypes(built):
@@ -186,3 +186,56 @@ schedule {
     bout = make_buffer(out7.T)
     assert lib.bounded(ctypes.byref(bin_), ctypes.byref(bout)) == 0
     assert np.array_equal(out7, (img[:, :7] + np.uint8(1)) + (img[:, 1:8] + np.uint8(1)))
+
+
+# ------------------------------------------------------------ loaded from Python (hdsl.load_library)
+
+def test_load_library_calls_like_a_compiled_pipeline(built):
+    """A shared library made by `hdsl compile --emit so` loaded from Python: its arguments from
+    its own table, calls through the fast path (runtime/fastcall.py) to blur_argv, the
+    evaluator's values; several inputs, params of three types and two outputs too."""
+    lib = hdsl.load_library(built["files"]["so"])
+    assert lib.inputs == [("img", "u16", 2)] and lib.outputs == [("out", "u16", 2)]
+    img = built["img"]
+    out = np.zeros_like(img)
+    assert lib.fast is not None and lib.fast.call(out, {"img": img}) == 0
+    assert np.array_equal(out, built["blur"](img=img))
+    assert np.array_equal(lib(img=img[::-1]), built["blur"](img=img[::-1]))
+    # an input x-strided (a Fortran-order array): the general path copies it, same values
+    assert np.array_equal(lib(img=np.asfortranarray(img)), built["blur"](img=img))
+    multi = hdsl.load_library(built["files"]["multi_so"])
+    assert [n for n, _, _ in multi.params] == ["gain", "offset", "flip"]
+    mixed, hist = np.empty((H, W), np.float32), np.empty(16, np.int32)
+    multi.realize_into((mixed, hist), a=built["a"], b=built["b"], gain=0.75, offset=-2, flip=True)
+    want = built["multi"].realize([[W, H], [16]], a=built["a"], b=built["b"], gain=0.75, offset=-2, flip=True)
+    assert np.array_equal(mixed, want[0]) and np.array_equal(hist, want[1])
+
+
+def test_load_library_errors(built, tmp_path):
+    lib = hdsl.load_library(built["files"]["so"])
+    img = built["img"]
+
+    def message(fn, **kw):
+        with pytest.raises(hdsl.HdslError) as e:
+            fn(**kw)
+        return str(e.value)
+    # checked in Python, with the compiled Pipeline's messages
+    assert "input 'img' is u16 but the array holds uint8" in message(lib, img=img.astype(np.uint8))
+    out = np.zeros_like(img)
+    assert "overlaps input 'img'" in message(lib.realize_into, out=img, img=img)
+    ro = np.zeros_like(img)
+    ro.flags.writeable = False
+    assert "is read-only" in message(lib.realize_into, out=ro, img=img)
+    # found by the library: its own message
+    multi = hdsl.load_library(built["files"]["multi_so"])
+    small = np.zeros((4, W), np.uint8)
+    assert f"multi: input 'a' is read at y = 0 .. {H - 1}, but the buffer covers y = 0 .. 3" in message(
+        multi.realize_into, out=(np.empty((H, W), np.float32), np.empty(16, np.int32)), a=small, b=built["b"],
+        gain=1.0, offset=0, flip=False)
+    assert "param 'gain' has no default" in message(multi, a=built["a"], b=built["b"], offset=0, flip=False)
+    assert "param 'offset' is i32; 2.5 does not fit" in message(multi, a=built["a"], b=built["b"], gain=1.0,
+                                                                  offset=2.5, flip=False)
+    # not a library of this name
+    assert "holds no hdsl pipeline named 'nope'" in message(hdsl.load_library, path=built["files"]["so"], name="nope")
+    (tmp_path / "libjunk.so").write_bytes(b"not an ELF file")
+    assert "cannot load" in message(hdsl.load_library, path=tmp_path / "libjunk.so")
