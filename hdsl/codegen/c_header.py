@@ -1,7 +1,8 @@
 """The C side of an ahead-of-time pipeline: its header and its entry wrapper.
 
 The header declares `struct hdsl_buffer`, the pipeline's function, its error
-message accessor and a description of its arguments. The wrapper (C, compiled
+message accessor, a description of its arguments and `NAME_argv` (the function
+with its arguments in an array, for hdsl.load_library). The wrapper (C, compiled
 into the object next to the LLVM code and the thread pool) checks the buffers
 it is given, calls the generated code, and turns an error code into a message.
 """
