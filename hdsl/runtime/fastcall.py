@@ -18,7 +18,7 @@ which converts what can be converted (an interleaved or strided input copied to 
 big-endian one swapped, lists made arrays, a param given as a float) and raises the same
 HdslError as ever for what cannot. Errors the compiled code finds (bounds, a `bound()` too
 small, memory) come back as its error code; `info()` gives this thread's error info for
-the message. The contract is in docs/compiler.md, "Calling from Python".
+the message. The contract is in docs/python.md, "The fast call path".
 
 The field offsets are probed from live objects (`probe_layout`), not taken from headers:
 a Python or NumPy whose objects do not look as expected gets no fast path (every call
