@@ -22,14 +22,26 @@ def _hl():
     return hl
 
 
+# Halide's target for each of hdsl's CPU targets: the host's JIT target, or Halide's x86-64
+# AVX2 feature set (the features Halide's x86-64-avx2 target string names, src/Target.cpp)
+HALIDE_TARGETS = {"host": None, "x86-64-avx2": "x86-64-linux-avx-avx2-f16c-fma-sse41"}
+
+
+def halide_target(target: str = "host"):
+    """Halide's Target for hdsl's CPU target name `target` ('host' or 'x86-64-avx2')."""
+    hl = _hl()
+    name = HALIDE_TARGETS[target]
+    return hl.get_jit_target_from_environment() if name is None else hl.Target(name)
+
+
 class Peer:
-    def __init__(self, func, out_buf, inputs, to_numpy, strict: bool = False):
+    def __init__(self, func, out_buf, inputs, to_numpy, strict: bool = False, target: str = "host"):
         hl = _hl()
-        target = hl.get_jit_target_from_environment()
+        t = halide_target(target)
         if strict:      # no FMA contraction: the same bits as hdsl's default floating point
-            target = target.with_feature(hl.TargetFeature.StrictFloat)
+            t = t.with_feature(hl.TargetFeature.StrictFloat)
         t0 = time.perf_counter()
-        func.compile_jit(target)
+        func.compile_jit(t)
         self.compile_s = time.perf_counter() - t0
         self.func, self.out_buf, self.inputs, self.to_numpy = func, out_buf, inputs, to_numpy
 
@@ -144,7 +156,8 @@ def iir1d(sig: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
 
 
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
-                    strict: bool = False, schedule: bool = True, auto: str | None = None) -> Peer:
+                    strict: bool = False, schedule: bool = True, auto: str | None = None,
+                    target: str = "host") -> Peer:
     """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/local_laplacian/local_laplacian_generator.cpp lines 18-87 with its downsample and
     upsample (lines 266-282), J = pyramid_levels = 8 (line 10); levels, alpha and beta are the
@@ -248,11 +261,11 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
     h, w, _ = img.shape
     planar = np.array(img.transpose(2, 0, 1), order="C")        # (c, y, x): x innermost
     inp.set(hl.Buffer(planar))                 # (the Buffer does not keep the array alive: Peer does)
-    return Peer(output, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)
+    return Peer(output, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict, target)
 
 
 def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True,
-                   auto: str | None = None) -> Peer:
+                   auto: str | None = None, target: str = "host") -> Peer:
     """Halide's apps/bilateral_grid at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/bilateral_grid/bilateral_grid_generator.cpp lines 14-67, s_sigma = 8 (line 8), r_sigma an
     Input (line 11; its estimate and the app's Makefile use 0.1). schedule=True: the app's CPU
@@ -310,43 +323,51 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
             f.compute_root()
     arr = np.array(img, dtype=np.float32, order="C")
     inp.set(hl.Buffer(arr))                        # (H, W) array -> a W x H buffer
-    return Peer(out, hl.Buffer(hl.Float(32), [w, h]), [arr], lambda a: a, strict)
+    return Peer(out, hl.Buffer(hl.Float(32), [w, h]), [arr], lambda a: a, strict, target)
 
 
 def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
                 gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
-                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, boundary: bool = None,
-                auto: str | None = None) -> Peer:
-    """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
+                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, auto: str | None = None,
+                target: str = "host") -> Peer:
+    """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT), followed line by line in
     apps/camera_pipe/camera_pipe_generator.cpp: avg, blur121 and the interleaves (lines 15-35),
-    the demosaic (57-146), hot-pixel suppression (240-249), deinterleave (251-261), colour
-    correction (263-295), the tone curve with lutResample = 1 as on x86 (297-367), sharpening
-    (369-404) and generate() (406-425); the params' defaults are the estimates (lines 433-438),
-    which are also the values of the app's Makefile and process.cpp (lines 59-65). Output
-    w x h x 3 u8 from raw (H, W) u16. schedule: examples/camera_pipe.hl's CPU schedule (not
-    the app's, lines 499-577: no compute_with, prefetch or fold_storage, which hdsl lacks) and
-    raw read through repeat_edge, as the example does because its rounded-up tiles read past
-    the app's region; else the look-up tables and the green planes compute_root, the rest
-    inlined, raw read as the app does (line 412)."""
+    the Demosaic generator's algorithm (48-152), hot-pixel suppression (240-249), deinterleave
+    (251-261), colour correction (263-295; matrix.compute_root, 273-274), the tone curve with
+    lutResample = 1 as on x86 (297-367; curve.compute_root, 334-336), sharpening (369-404;
+    sharpen_strength_x32.compute_root, 373-374) and generate() (406-425), raw read as the app
+    reads it (line 412: no boundary condition); the params' defaults are the estimates (lines
+    433-438), also the values of the app's Makefile and process.cpp (lines 59-65). Output
+    w x h x 3 u8 from raw (H, W) u16.
+    schedule=True: the app's CPU schedule, directive for directive (lines 499-564 and the
+    Demosaic's, 169-186, which lines 562-564 place): vec = the target's natural vector size
+    of u16 (line 517: 16 on AVX2, 32 on AVX-512), strips of 32 rows in parallel (line 513)
+    computed two rows at a time, every stage up to the tone curve stored per strip and folded
+    to 4 rows (fold_storage), g_b computed with g_r (compute_with, lines 179-181), the input
+    prefetched two rows ahead (line 533), the demosaic and colour correction per vector of
+    the curve; the output bound to multiples of 2 * vec columns and 32 rows (lines 574-577),
+    so w must be a multiple of 2 * vec and h of 32. (Left out: the HVX branches and the trace
+    tags, which change nothing on x86.) schedule=False: the look-up tables compute_root as in
+    the app, the green planes and curved too, the rest inlined.
+    target: hdsl's CPU target name ('host' or 'x86-64-avx2', HALIDE_TARGETS)."""
     hl = _hl()
-    boundary = schedule if boundary is None else boundary
     x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
 
-    def avg(a, b):
+    def avg(a, b):                                           # lines 15-19
         a = a if isinstance(a, hl.Expr) else hl.Expr(a)
         t = a.type()
         wider = t.with_bits(t.bits() * 2)
         return hl.cast(t, (hl.cast(wider, a) + b + 1) // 2)
 
-    def blur121(a, b, c_):
+    def blur121(a, b, c_):                                   # lines 21-23
         return avg(avg(a, c_), b)
 
-    def interleave_x(a, b):
+    def interleave_x(a, b):                                  # lines 25-29
         f = hl.Func()
         f[x, y] = hl.select((x % 2) == 0, a[x // 2, y], b[x // 2, y])
         return f
 
-    def interleave_y(a, b):
+    def interleave_y(a, b):                                  # lines 31-35
         f = hl.Func()
         f[x, y] = hl.select((y % 2) == 0, a[x, y // 2], b[x, y // 2])
         return f
@@ -361,31 +382,30 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     p_black = hl.Param(hl.Int(32), "blackLevel", blackLevel)
     p_white = hl.Param(hl.Int(32), "whiteLevel", whiteLevel)
 
-    src = hl.BoundaryConditions.repeat_edge(inp) if boundary else inp
-    shifted = hl.Func("shifted")
-    shifted[x, y] = src[x + 16, y + 12]
-    denoised = hl.Func("denoised")
+    shifted = hl.Func("shifted")                             # line 412
+    shifted[x, y] = inp[x + 16, y + 12]
+    denoised = hl.Func("denoised")                           # lines 240-249
     a = hl.max(hl.max(shifted[x - 2, y], shifted[x + 2, y]), hl.max(shifted[x, y - 2], shifted[x, y + 2]))
     denoised[x, y] = hl.clamp(shifted[x, y], 0, a)
-    deinterleaved = hl.Func("deinterleaved")
+    deinterleaved = hl.Func("deinterleaved")                 # lines 251-261
     deinterleaved[x, y, c] = hl.mux(c, [denoised[2 * x, 2 * y], denoised[2 * x + 1, 2 * y],
                                         denoised[2 * x, 2 * y + 1], denoised[2 * x + 1, 2 * y + 1]])
-    g_gr, r_r, b_b, g_gb = (hl.Func(n) for n in ("g_gr", "r_r", "b_b", "g_gb"))
+    g_gr, r_r, b_b, g_gb = (hl.Func(n) for n in ("g_gr", "r_r", "b_b", "g_gb"))      # lines 55-60
     g_gr[x, y] = deinterleaved[x, y, 0]
     r_r[x, y] = deinterleaved[x, y, 1]
     b_b[x, y] = deinterleaved[x, y, 2]
     g_gb[x, y] = deinterleaved[x, y, 3]
-    g_r, g_b = hl.Func("g_r"), hl.Func("g_b")
+    g_r, g_b = hl.Func("g_r"), hl.Func("g_b")                # lines 62-85
     g_r[x, y] = hl.select(hl.absd(g_gr[x + 1, y], g_gr[x, y]) < hl.absd(g_gb[x, y - 1], g_gb[x, y]),
                           avg(g_gr[x + 1, y], g_gr[x, y]), avg(g_gb[x, y - 1], g_gb[x, y]))
     g_b[x, y] = hl.select(hl.absd(g_gb[x - 1, y], g_gb[x, y]) < hl.absd(g_gr[x, y + 1], g_gr[x, y]),
                           avg(g_gb[x - 1, y], g_gb[x, y]), avg(g_gr[x, y + 1], g_gr[x, y]))
     r_gr, b_gr, r_gb, b_gb, r_b, b_r = (hl.Func(n) for n in ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"))
-    r_gr[x, y] = (g_gr[x, y] - avg(g_r[x, y], g_r[x - 1, y])) + avg(r_r[x - 1, y], r_r[x, y])
+    r_gr[x, y] = (g_gr[x, y] - avg(g_r[x, y], g_r[x - 1, y])) + avg(r_r[x - 1, y], r_r[x, y])   # 87-102
     b_gr[x, y] = (g_gr[x, y] - avg(g_b[x, y], g_b[x, y - 1])) + avg(b_b[x, y], b_b[x, y - 1])
     r_gb[x, y] = (g_gb[x, y] - avg(g_r[x, y], g_r[x, y + 1])) + avg(r_r[x, y], r_r[x, y + 1])
     b_gb[x, y] = (g_gb[x, y] - avg(g_b[x, y], g_b[x + 1, y])) + avg(b_b[x, y], b_b[x + 1, y])
-    rp_b = (g_b[x, y] - avg(g_r[x, y], g_r[x - 1, y + 1])) + avg(r_r[x, y], r_r[x - 1, y + 1])
+    rp_b = (g_b[x, y] - avg(g_r[x, y], g_r[x - 1, y + 1])) + avg(r_r[x, y], r_r[x - 1, y + 1])   # 104-133
     rpd_b = hl.absd(r_r[x, y], r_r[x - 1, y + 1])
     rn_b = (g_b[x, y] - avg(g_r[x - 1, y], g_r[x, y + 1])) + avg(r_r[x - 1, y], r_r[x, y + 1])
     rnd_b = hl.absd(r_r[x - 1, y], r_r[x, y + 1])
@@ -395,19 +415,19 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     bn_r = (g_r[x, y] - avg(g_b[x + 1, y], g_b[x, y - 1])) + avg(b_b[x + 1, y], b_b[x, y - 1])
     bnd_r = hl.absd(b_b[x + 1, y], b_b[x, y - 1])
     b_r[x, y] = hl.select(bpd_r < bnd_r, bp_r, bn_r)
-    r = interleave_y(interleave_x(r_gr, r_r), interleave_x(r_b, r_gb))
+    r = interleave_y(interleave_x(r_gr, r_r), interleave_x(r_b, r_gb))                # 135-141
     g = interleave_y(interleave_x(g_gr, g_r), interleave_x(g_b, g_gb))
     b = interleave_y(interleave_x(b_gr, b_r), interleave_x(b_b, b_gb))
-    demosaiced = hl.Func("demosaiced")
+    demosaiced = hl.Func("demosaiced")                       # line 146
     demosaiced[x, y, c] = hl.cast(hl.Int(16), hl.mux(c, [r[x, y], g[x, y], b[x, y]]))
-    alpha = (hl.f32(1.0) / p_ct - hl.f32(1.0) / 3200) / (hl.f32(1.0) / 7000 - hl.f32(1.0) / 3200)
+    alpha = (hl.f32(1.0) / p_ct - hl.f32(1.0) / 3200) / (hl.f32(1.0) / 7000 - hl.f32(1.0) / 3200)   # 263-295
     matrix = hl.Func("matrix")
     matrix[x, y] = hl.cast(hl.Int(16), (mat32[x, y] * alpha + mat70[x, y] * (1 - alpha)) * hl.f32(256.0))
     ir, ig, ib = (hl.cast(hl.Int(32), demosaiced[x, y, k]) for k in range(3))
     rows = [matrix[3, k] + matrix[0, k] * ir + matrix[1, k] * ig + matrix[2, k] * ib for k in range(3)]
     corrected = hl.Func("corrected")
     corrected[x, y, c] = hl.mux(c, [hl.cast(hl.Int(16), v // 256) for v in rows])
-    min_raw, max_raw = 0 + p_black, p_white
+    min_raw, max_raw = 0 + p_black, p_white                  # lines 297-367
     inv_range = hl.f32(1.0) / (max_raw - min_raw)
     cb = hl.f32(2.0) - hl.pow(hl.f32(2.0), p_contrast / hl.f32(100.0))
     ca = hl.f32(2.0) - hl.f32(2.0) * cb
@@ -420,7 +440,7 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     curve[x] = hl.select(x <= min_raw, hl.u8(0), hl.select(x > max_raw, hl.u8(255), val))
     curved = hl.Func("curved")
     curved[x, y, c] = curve[hl.clamp(corrected[x, y, c], 0, 1023)]
-    s32 = hl.Func("sharpen_strength_x32")
+    s32 = hl.Func("sharpen_strength_x32")                    # lines 369-404
     s32[()] = hl.u8_sat(p_sharpen * 32)
     unsharp_y, unsharp, mask, sharpened = (hl.Func(n) for n in ("unsharp_y", "unsharp", "mask", "processed"))
     unsharp_y[x, y, c] = blur121(curved[x, y - 1, c], curved[x, y, c], curved[x, y + 1, c])
@@ -434,23 +454,34 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
                      [(p_ct, color_temp), (p_gamma, gamma), (p_contrast, contrast),
                       (p_sharpen, sharpen_strength), (p_black, blackLevel), (p_white, whiteLevel)])
     else:
-        for f in (matrix, curve, s32):
+        for f in (matrix, curve, s32):                       # lines 274, 336, 374
             f.compute_root()
     if auto:
         pass
-    elif schedule:             # examples/camera_pipe.hl's schedule, directive for directive
-        ys, yii, yo, yi, xo, yo2, xi, yi2 = (hl.Var(n) for n in ("ys", "yii", "yo", "yi", "xo", "yo2", "xi", "yi2"))
-        sharpened.bound(c, 0, 3).reorder(c, x, y).split(y, ys, yii, 2).split(ys, yo, yi, 16) \
-            .vectorize(x, 32).unroll(c).parallel(yo)
-        denoised.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
-        deinterleaved.bound(c, 0, 4).store_at(sharpened, yo).compute_at(sharpened, yi).reorder(c, x, y) \
-            .vectorize(x, 32).unroll(c)
-        g_r.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
-        g_b.store_at(sharpened, yo).compute_at(sharpened, yi).vectorize(x, 32)
-        curved.bound(c, 0, 3).store_at(sharpened, yo).compute_at(sharpened, yi).reorder(c, x, y) \
-            .tile(x, y, xo, yo2, xi, yi2, 32, 2).vectorize(xi).unroll(yi2).unroll(c)
-        demosaiced.bound(c, 0, 3).compute_at(curved, xo).reorder(c, x, y).vectorize(x, 16).unroll(y, 2).unroll(c)
-        corrected.bound(c, 0, 3).compute_at(curved, xo).reorder(c, x, y).vectorize(x, 16).unroll(c)
+    elif schedule:             # the app's CPU schedule (lines 499-564; the Demosaic's, 169-186)
+        ht = halide_target(target)
+        strip_size = 32                                      # lines 512-515
+        vec = ht.natural_vector_size(hl.UInt(16))            # line 517
+        yi, yo, yii, xi = hl.Var("yi"), hl.Var("yo"), hl.Var("yii"), hl.Var("xi")
+        RoundUp = hl.TailStrategy.RoundUp
+        sharpened.compute_root().reorder(c, x, y).split(y, yi, yii, 2, RoundUp) \
+            .split(yi, yo, yi, strip_size // 2).vectorize(x, 2 * vec, RoundUp).unroll(c).parallel(yo)  # 521-528
+        denoised.compute_at(sharpened, yi).store_at(sharpened, yo).prefetch(inp, y, y, 2) \
+            .fold_storage(y, 4).tile(x, y, x, y, xi, yi, 2 * vec, 2).vectorize(xi).unroll(yi)        # 530-537
+        deinterleaved.compute_at(sharpened, yi).store_at(sharpened, yo).fold_storage(y, 4) \
+            .reorder(c, x, y).vectorize(x, 2 * vec, RoundUp).unroll(c)                              # 539-544
+        curved.compute_at(sharpened, yi).store_at(sharpened, yo).reorder(c, x, y) \
+            .tile(x, y, x, y, xi, yi, 2 * vec, 2, RoundUp).vectorize(xi).unroll(yi).unroll(c)         # 546-552
+        corrected.compute_at(curved, x).reorder(c, x, y).vectorize(x).unroll(c)                    # 554-558
+        for f in (g_r, g_b):                                 # 173-178 at (sharpened, yi) / (sharpened, yo)
+            f.compute_at(sharpened, yi).store_at(sharpened, yo).vectorize(x, 2 * vec, RoundUp).fold_storage(y, 4)
+        g_b.compute_with(g_r, x, [(x, hl.LoopAlignStrategy.AlignStart), (y, hl.LoopAlignStrategy.AlignStart)])
+        demosaiced.compute_at(curved, x).vectorize(x).unroll(y).reorder(c, x, y).unroll(c)         # 182-186
+        sharpened.bound(c, 0, 3).bound(x, 0, (w // (2 * vec)) * (2 * vec)) \
+            .bound(y, 0, (h // strip_size) * strip_size)                                           # 574-577
+        if w % (2 * vec) or h % strip_size:
+            raise ValueError(f"the app's schedule makes outputs of a multiple of {2 * vec} x {strip_size}, "
+                             f"not {w} x {h}")
     else:
         for f in (g_r, g_b, curved):
             f.compute_root()
@@ -459,7 +490,7 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
     inp.set(hl.Buffer(keep[0]))
     mat32.set(hl.Buffer(keep[1]))
     mat70.set(hl.Buffer(keep[2]))
-    return Peer(sharpened, hl.Buffer(hl.UInt(8), [w, h, 3]), keep, lambda a: a.transpose(1, 2, 0), strict)
+    return Peer(sharpened, hl.Buffer(hl.UInt(8), [w, h, 3]), keep, lambda a: a.transpose(1, 2, 0), strict, target)
 
 
 def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bool = False,
@@ -496,41 +527,63 @@ def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bo
     return Peer(out, hl.Buffer(hl.UInt(8), [w, h]), [arr], lambda a: a, strict)
 
 
-def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str | None = None) -> Peer:
-    """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
-    apps/interpolate/interpolate_generator.cpp lines 32-72 (push-pull over L = levels = 10
-    levels, line 15; before level 4 the previous level is clamped to
-    [0, width / (1 << (l - 1))] = [0, width / 8], lines 39-47), with examples/interpolate.hl's
-    schedule (not the app's, lines 147-198, which uses clone_in). rgba: (H, W, 4) f32.
-    strict: compile with Halide's StrictFloat (tests compare bit for bit)."""
+def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str | None = None,
+                schedule: bool = True, target: str = "host") -> Peer:
+    """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT), followed line by line in
+    apps/interpolate/interpolate_generator.cpp: the algorithm of lines 20-72 (push-pull over
+    L = levels = 10 levels, line 15; before level 4 the previous level is clamped to
+    [0, width / (1 << (l - 1))] = [0, width / 8], lines 39-47). schedule=True: the app's CPU
+    schedule, lines 146-198, directive for directive: vec = the target's natural vector size
+    of f32 (line 149: 8 on AVX2, 16 on AVX-512); downsampled levels 1 .. L - 2 at the root in
+    parallel strips of 8 rows (155-161); downsampled[0] cloned into downx[1] and computed per
+    row of downsampled[1]'s strips (169-176); the output in parallel strips of 32 rows, every
+    interpolated level computed per row of the strip and stored per strip (178-196), the
+    output bound to the input's size and 3 channels (179-181). schedule=False: every level at
+    the root in parallel rows of 8-wide vectors. rgba: (H, W, 4) f32.
+    strict: compile with Halide's StrictFloat (tests compare bit for bit).
+    target: hdsl's CPU target name ('host' or 'x86-64-avx2', HALIDE_TARGETS)."""
     hl = _hl()
     h, w, _ = rgba.shape
     x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
     inp = hl.ImageParam(hl.Float(32), 3, "img")
+    inp.dim(2).set_bounds(0, 4)                                               # line 24
     f = hl.f32
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-    ds = [hl.Func(f"ds{l}") for l in range(L)]
-    ds[0][x, y, c] = hl.select(c < 3, clamped[x, y, c] * clamped[x, y, 3], clamped[x, y, 3])
-    for l in range(1, L):
+    clamped = hl.BoundaryConditions.repeat_edge(inp)                         # line 32
+    ds = [hl.Func(f"downsampled_{l}") for l in range(L)]
+    downx = [hl.Func(f"downx_{l}") for l in range(L)]
+    ds[0][x, y, c] = hl.select(c < 3, clamped[x, y, c] * clamped[x, y, 3], clamped[x, y, 3])   # line 34
+    for l in range(1, L):                                                     # lines 36-57
         prev = ds[l - 1]
         if l == 4:
             mid = hl.Func("mid")
             mid[x, y, c] = prev[hl.clamp(x, 0, inp.width() // (1 << (l - 1))), hl.clamp(y, 0, inp.height() // (1 << (l - 1))), c]
             prev = mid
-        dx = hl.Func(f"dx{l}")
-        dx[x, y, c] = (prev[x * 2 - 1, y, c] + f(2.0) * prev[x * 2, y, c] + prev[x * 2 + 1, y, c]) * f(0.25)
-        ds[l][x, y, c] = (dx[x, y * 2 - 1, c] + f(2.0) * dx[x, y * 2, c] + dx[x, y * 2 + 1, c]) * f(0.25)
-    it = [hl.Func(f"it{l}") for l in range(L)]
-    it[L - 1][x, y, c] = ds[L - 1][x, y, c]
+        downx[l][x, y, c] = (prev[x * 2 - 1, y, c] + f(2.0) * prev[x * 2, y, c] + prev[x * 2 + 1, y, c]) * f(0.25)
+        ds[l][x, y, c] = (downx[l][x, y * 2 - 1, c] + f(2.0) * downx[l][x, y * 2, c] + downx[l][x, y * 2 + 1, c]) * f(0.25)
+    it = [hl.Func(f"interpolated_{l}") for l in range(L)]
+    it[L - 1][x, y, c] = ds[L - 1][x, y, c]                                   # lines 58-69
     for l in range(L - 2, -1, -1):
-        ux, uy = hl.Func(f"ux{l}"), hl.Func(f"uy{l}")
+        ux, uy = hl.Func(f"upsampledx_{l}"), hl.Func(f"upsampled_{l}")
         ux[x, y, c] = (it[l + 1][x // 2, y, c] + it[l + 1][(x + 1) // 2, y, c]) / f(2.0)
         uy[x, y, c] = (ux[x, y // 2, c] + ux[x, (y + 1) // 2, c]) / f(2.0)
         it[l][x, y, c] = ds[l][x, y, c] + (f(1.0) - ds[l][x, y, 3]) * uy[x, y, c]
-    out = hl.Func("out")
+    out = hl.Func("normalize")                                                # lines 71-72
     out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
     if auto:
         autoschedule(auto, out, [w, h, 3], [(inp, [w, h, 4])])
+    elif schedule:             # the app's CPU schedule, lines 146-198
+        vec = halide_target(target).natural_vector_size(hl.Float(32))        # line 149
+        xo, xi, yo, yi = hl.Var("xo"), hl.Var("xi"), hl.Var("yo"), hl.Var("yi")
+        for l in range(1, L - 1):                                             # lines 150-162
+            ds[l].compute_root().never_partition([x]).reorder(x, c, y).split(y, yo, yi, 8).parallel(yo) \
+                .vectorize(x, vec)
+        ds[0].clone_in(downx[1]).store_at(ds[1], yo).compute_at(ds[1], yi).reorder(c, x, y).unroll(c) \
+            .vectorize(x, vec).never_partition([y])                             # lines 169-176
+        out.bound(x, 0, inp.width()).bound(y, 0, inp.height()).bound(c, 0, 3).never_partition([y]) \
+            .split(x, xo, xi, vec).split(y, yo, yi, 32).reorder(xi, c, xo, yi, yo).unroll(c) \
+            .vectorize(xi).parallel(yo)                                       # lines 178-188
+        for l in range(1, L):                                                 # lines 190-196
+            it[l].store_at(out, yo).compute_at(out, yi).never_partition_all().vectorize(x, vec)
     else:
         for l in range(1, L):
             ds[l].compute_root().parallel(y).vectorize(x, 8)
@@ -539,4 +592,4 @@ def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str |
         out.reorder(c, x, y).bound(c, 0, 3).parallel(y).vectorize(x, 8)
     planar = np.ascontiguousarray(rgba.transpose(2, 0, 1))
     inp.set(hl.Buffer(planar))
-    return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict)
+    return Peer(out, hl.Buffer(hl.Float(32), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict, target)

@@ -11,7 +11,7 @@ parallel loop bodies are named functions (hdsl's NAME__impl_shifted.parK, Halide
 NAME_par_for_STAGE_...), so with --perf the run happens under `perf record` and the
 report lists both sides' stages in one profile, their shares directly comparable
 (the JIT-compiled peer that run.py times has no symbols for perf). Cases: blur,
-unsharp, bilateral_grid, interpolate. Threads: 2 for both, as in run.py.
+unsharp, bilateral_grid, interpolate, camera_pipe; --target x86-64-avx2 builds both sides for AVX2. Threads: 2 for both, as in run.py.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 
-def _case(name: str):
+def _case(name: str, target: str = "host"):
     """(example file, inputs as arrays in [x, y, c] order, params, peer, output shape in numpy
     order and dtype) at the benchmark's sizes."""
     import halide_peers as hp
@@ -58,8 +58,19 @@ def _case(name: str):
         alpha = (rng.rand(h, w) < 0.1).astype(np.float32)[..., None]
         rgba = np.concatenate([rng.rand(h, w, 3).astype(np.float32) * alpha, alpha], axis=-1)
         planar = np.ascontiguousarray(rgba.transpose(2, 0, 1))
-        return "interpolate.hl", [planar.T], {}, hp.interpolate(rgba), ((3, h, w), np.dtype(np.float32))
-    raise SystemExit(f"stage_profile: unknown case '{name}' (blur, unsharp, bilateral_grid, interpolate)")
+        return "interpolate.hl", [planar.T], {}, hp.interpolate(rgba, target=target), ((3, h, w), np.dtype(np.float32))
+    if name == "camera_pipe":
+        rw, rh = 2592, 1968
+        w, h = (rw - 32) // 32 * 32, (rh - 24) // 32 * 32
+        raw = np.random.RandomState(6).randint(0, 1024, (rh, rw)).astype(np.uint16)
+        m3200 = np.load(ROOT / "examples" / "images" / "camera_matrix_3200.npy").astype(np.float32)
+        m7000 = np.load(ROOT / "examples" / "images" / "camera_matrix_7000.npy").astype(np.float32)
+        params = {"color_temp": 3700.0, "gamma": 2.0, "contrast": 50.0, "sharpen_strength": 1.0,
+                  "blackLevel": 25, "whiteLevel": 1023}
+        return ("camera_pipe.hl", [raw.T, m3200.T, m7000.T], params,
+                hp.camera_pipe(raw, m3200, m7000, w, h, target=target), ((3, h, w), np.dtype(np.uint8)))
+    raise SystemExit(f"stage_profile: unknown case '{name}' (blur, unsharp, bilateral_grid, interpolate, "
+                     "camera_pipe)")
 
 
 # Halide's halide_buffer_t (HalideRuntime.h), for calling the peer's library
@@ -97,14 +108,14 @@ def _scalar(type_code: int, bits: int, value):
     return {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}[bits](int(value))
 
 
-def build(case: str, work: Path):
+def build(case: str, work: Path, target: str = "host"):
     """Both libraries for `case`, and a zero-argument callable for each side."""
     from hdsl.runtime.jit import make_buffer
-    example, inputs, params, peer, (out_shape, out_dtype) = _case(case)
+    example, inputs, params, peer, (out_shape, out_dtype) = _case(case, target)
     hl = __import__("halide")
     stem = Path(example).stem
     subprocess.run([sys.executable, "-m", "hdsl.cli", "compile",
-                    str(ROOT / "examples" / example), "-o", str(work), "--emit", "so,h", "--target", "host"],
+                    str(ROOT / "examples" / example), "-o", str(work), "--emit", "so,h", "--target", target],
                    check=True, stdout=subprocess.DEVNULL)
     hd_lib = ctypes.CDLL(str(work / f"lib{stem}.so"))
     count = ctypes.c_int()
@@ -125,7 +136,10 @@ def build(case: str, work: Path):
 
     h_name = f"halide_{stem}"
     arguments = peer.func.infer_arguments()
-    peer.func.compile_to_file(str(work / h_name), arguments, h_name, hl.get_host_target())
+    from halide_peers import halide_target
+    # (ahead of time: the host target without the JIT feature, so the library has Halide's runtime)
+    h_target = hl.get_host_target() if target == "host" else halide_target(target)
+    peer.func.compile_to_file(str(work / h_name), arguments, h_name, h_target)
     subprocess.run(["cc", "-shared", "-o", str(work / f"lib{h_name}.so"), str(work / f"{h_name}.o"),
                     "-lpthread", "-ldl"], check=True)
     h_lib = ctypes.CDLL(str(work / f"lib{h_name}.so"))
@@ -155,6 +169,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("case")
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--target", default="host", help="host (default) or x86-64-avx2, for both sides")
     ap.add_argument("--perf", action="store_true", help="run under perf record and print its per-function report")
     args = ap.parse_args(argv)
     if args.perf:
@@ -162,7 +177,7 @@ def main(argv=None) -> int:
         work = Path(tempfile.mkdtemp(prefix="hdsl_stage_"))
         data = work / "perf.data"
         subprocess.run(["perf", "record", "-q", "-o", str(data), sys.executable, __file__, args.case,
-                        "--runs", str(args.runs)], check=True, env=dict(os.environ, HDSL_STAGE_DIR=str(work)))
+                        "--runs", str(args.runs), "--target", args.target], check=True, env=dict(os.environ, HDSL_STAGE_DIR=str(work)))
         report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--sort", "dso,sym"],
                                 check=True, capture_output=True, text=True).stdout
         rows = [r for r in report.splitlines() if r.strip() and not r.startswith("#")]
@@ -170,7 +185,7 @@ def main(argv=None) -> int:
         print(f"(perf data and libraries: {work})")
         return 0
     with tempfile.TemporaryDirectory(prefix="hdsl_stage_") as d:
-        run_hdsl, run_halide, hd_out, h_out = build(args.case, Path(os.environ.get("HDSL_STAGE_DIR") or d))
+        run_hdsl, run_halide, hd_out, h_out = build(args.case, Path(os.environ.get("HDSL_STAGE_DIR") or d), args.target)
         for _ in range(3):
             run_hdsl()
             run_halide()

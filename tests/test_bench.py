@@ -74,3 +74,26 @@ def test_compile_time_targets_are_judged(monkeypatch):
         md = run.markdown(res)
         rows = re.findall(r"^\| hdsl \| (?:strict|fast_math) \| [\d.]+ \| [\d.]+ \| (\w+) \|$", md, re.M)
         assert rows == [met, met]
+
+
+def test_app_rows_are_judged_on_every_column(monkeypatch):
+    """Issue 22: an app's summary row shows its AVX2 ratios (the case NAME@avx2) beside the
+    host's, and says 'yes' only when all four (strict, fast_math, AVX2 strict, AVX2
+    fast_math) are at most 1.0."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import copy
+    import run
+    assert {f"{a}@avx2" for a in run.APPS} <= set(run.CASES)
+    res = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    (cp,) = [c for c in res["cases"] if c["name"] == "camera_pipe"]
+    avx2 = copy.deepcopy(cp)
+    avx2["name"] = "camera_pipe@avx2"
+    res["cases"] = [cp, avx2]
+    for host, wide, met in (((0.9, 0.8), (0.95, 0.99), "yes"), ((0.9, 0.8), (1.2, 0.99), "no"),
+                            ((1.01, 0.8), (0.9, 0.9), "no")):
+        for case, (strict, fast) in ((cp, host), (avx2, wide)):
+            for q in case["ratios"]:
+                if q["peer"] == "Halide":
+                    q["ratio"] = strict if q["hdsl_mode"] == "strict" else fast
+        row = re.search(r"^\| camera_pipe \| (.*) \|$", run.markdown(res), re.M).group(1).split(" | ")
+        assert row == [f"{host[0]:.2f}", f"{host[1]:.2f}", f"{wide[0]:.2f}", f"{wide[1]:.2f}", "1.0", met]

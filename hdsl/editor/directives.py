@@ -36,6 +36,9 @@ MEANING = {
     "rfactor": "factor an associative update into partial results over the other rdom dimensions, indexed "
                "by the new var `u` and computed in parallel, then combined along `r.x`; ends the chain",
     "tile_iir": "run the filters of `f.iir(±v, ...)` in tiles of `n` (Chaurasia et al. 2015)",
+    "fold_storage": "keep only `n` slices of dimension `v` (addressed modulo `n`) of a Func stored outside the "
+                    "serial loop it slides in; a window wider than `n` is an error (at compile time when constant, "
+                    "else at run time)",
 }
 
 # argument kinds (record.py's SIGNATURES) that name an existing loop or dimension, and a new one

@@ -29,6 +29,7 @@ ERR_BOUND_DIRECTIVE = 3
 ERR_OUT_OF_MEMORY = 4
 ERR_BAD_BUFFER = 5
 ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
+ERR_FOLD_TOO_SMALL = 7          # a fold_storage factor under the rows a sliding window holds
 
 
 def V(name: str) -> Var:
@@ -122,6 +123,7 @@ class FuncSchedule:
     store: Level
     stages: dict[int, list[Directive]] = field(default_factory=dict)   # -1 pure, i update i
     bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)
+    folds: dict[str, Directive] = field(default_factory=dict)       # fold_storage(v, n), by v
 
 
 def func_schedules(funcs: list[Func], outputs: list[Func], sched: Schedule | None) -> dict[int, FuncSchedule]:
@@ -144,6 +146,8 @@ def func_schedules(funcs: list[Func], outputs: list[Func], sched: Schedule | Non
                 store = Level("at", d.args[0], d.args[1], d.span)
             elif d.name == "bound":
                 fs.bounds[d.args[0]] = (d.args[1], d.args[2])
+            elif d.name == "fold_storage":
+                fs.folds[d.args[0]] = d
             else:
                 fs.stages.setdefault(d.stage, []).append(d)
         if compute.kind == "inline" and f.updates:
@@ -369,6 +373,8 @@ class LoopBuilder:
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
         self.slid = None        # (dim, window) of the last sliding-window rewrite
+        self.slid_window: Expr | None = None    # its window (rows held at once), constant or not
+        self.fold_checks: dict[int, tuple] = {}   # id(Func) -> (dim, factor, directive) to check
         self.deferred: dict[str, tuple] = {}     # loops to unroll/vectorize whole, see fix_extents
         self.shift_outputs = False               # outputs' splits shift their last tile inwards
         self.shifted: set[tuple[int, int, int]] = set()   # (output, dim, factor) actually shifted
@@ -500,6 +506,8 @@ class LoopBuilder:
             region[dim] = [blo, bmax]
         if slide is not None and not self.defs[id(f)].updates:
             self.slid = self.slide(f, region, slide)
+            if id(f) in self.fold_checks and self.slid is not None:
+                checks.append(self.fold_check(f, self.slid[0]))
         for dim, a in enumerate(f.args):
             ext = simplify(add(sub(region[dim][1], region[dim][0]), I(1)))
             if isinstance(ext, Const):
@@ -524,13 +532,42 @@ class LoopBuilder:
             return None
         d = moving[0]
         lo, hi = region[d]
-        if monotonic(lo, y) not in (0, 1) or monotonic(hi, y) not in (0, 1):
+        if monotonic(lo, y) not in (0, 1):
             return None          # not provably moving forward: compute the whole region each time
+        # Each iteration computes [max(lo, previous hi + 1), hi]. With lo never going down,
+        # that is every row needed: rows up to the previous hi were computed before (and
+        # if hi ever went down, the rows above it are recomputed, not skipped). The storage
+        # holds rows up to the largest hi so far, so it is folded only where hi provably
+        # never goes down (then the window hi - lo + 1 is what it holds at once).
+        forward = monotonic(hi, y) in (0, 1)
         prev = substitute(hi, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
         first = BinOp("<=", V(y), loop.min, BOOL)
         region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
         window = simplify(add(sub(hi, lo), I(1)))
-        return (d, window) if isinstance(window, Const) else (d, None)
+        self.slid_window = window if forward else None
+        return (d, window) if isinstance(window, Const) and forward else (d, None)
+
+    def fold_check(self, f: Func, dim: int) -> Stmt:
+        """fold_storage(v, n): the rows of f's window (what its consumers read in one iteration
+        of the sliding loop; f computes no row outside it) must fit in n slices. A constant
+        window is checked here, any other at run time (an assertion, ERR_FOLD_TOO_SMALL)."""
+        want, n, d = self.fold_checks[id(f)]
+        if self.slid_window is None:
+            raise HdslError(f"fold_storage({f.args[want]}, {n}): the region of '{f.name}' along {f.args[want]} "
+                            "is not provably moving forward with the loop it slides in, so the rows it holds at "
+                            "once cannot be bounded", d.span,
+                            "drop fold_storage (its storage then holds the whole region of the store level)")
+        if want != dim:
+            raise HdslError(f"fold_storage({f.args[want]}, {n}): the storage of '{f.name}' slides along "
+                            f"{f.args[dim]}, not {f.args[want]}", d.span, f"fold_storage({f.args[dim]}, n)")
+        w = self.slid_window
+        if isinstance(w, Const):
+            if w.value > n:
+                raise HdslError(f"fold_storage({f.args[dim]}, {n}) is too small: '{f.name}' holds {w.value} "
+                                f"slices along {f.args[dim]} at once", d.span, f"fold_storage({f.args[dim]}, {w.value})")
+            return block()
+        return Assert(BinOp("<=", w, I(n), BOOL), ERR_FOLD_TOO_SMALL,
+                      (I(bound_func_index(self.outputs, f)), I(dim), w))
 
     def realize(self, f: Func, body: Stmt, fold=None) -> Stmt:
         box = box_of(body, f, f.dims)
@@ -543,7 +580,9 @@ class LoopBuilder:
                                 "clamp data-dependent coordinates into a fixed range")
             bounds.append((simplify(lo), simplify(add(sub(hi, lo), I(1)))))
         folds = ()
-        if fold is not None and fold[1] is not None:
+        if fold is not None and len(fold) == 3:          # fold_storage(v, n): n slices exactly
+            folds = ((fold[0], fold[2]),)
+        elif fold is not None and fold[1] is not None:
             d, window = fold
             factor = 1
             while factor < window.value:

@@ -32,7 +32,9 @@ PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_regio
 
 def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
     """The schedule block named, else the target's own (`schedule cuda` for the CUDA targets and
-    cuda-emulate, `schedule opengl` for opengl), else `schedule cpu`, else the unnamed one."""
+    cuda-emulate, `schedule opengl` for opengl), else `schedule avx2` on a CPU target with AVX2's
+    256-bit vectors (x86-64-avx2, a host without AVX-512), else `schedule cpu`, else the unnamed
+    one."""
     if name == "auto":
         # the automatic scheduler's (whether or not the file has a `schedule auto` block)
         from hdsl.schedule.auto import auto_schedule
@@ -45,9 +47,24 @@ def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "hos
     own = parse_target(target).schedule
     if own is not None and own in p.schedules:
         return p.schedules[own]
+    if "avx2" in p.schedules and cpu_vector_bits(parse_target(target)) == 256:
+        # the schedule written for AVX2's vectors (the natural vector size a Halide app asks
+        # its target for): on x86-64-avx2, and on a host without AVX-512
+        return p.schedules["avx2"]
     if "cpu" in p.schedules:
         return p.schedules["cpu"]
     return p.schedules.get(None)
+
+
+def cpu_vector_bits(target) -> int:
+    """The width of the CPU vectors target's host code is compiled for: 512 on x86-64-avx512
+    and on an AVX-512 host, else 256."""
+    if target.cpu == "x86-64-avx512":
+        return 512
+    if target.cpu == "host":
+        import llvmlite.binding as llvm
+        return 512 if llvm.get_host_cpu_features().get("avx512bw", False) else 256
+    return 256
 
 
 class Lowered:
@@ -122,14 +139,23 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         # storage could overwrite rows still to be read, so it is only folded when unsplit
         foldable = not any(d.name in ("split", "tile", "fuse", "vectorize", "unroll", "parallel", "gpu_tile")
                            for d in fs.stages.get(-1, []))
+        explicit = explicit_fold(f, fs) if fs.folds else None
+        if explicit is not None:
+            lb.fold_checks[id(f)] = explicit
 
-        def compute(body, loop=None, f=f, slides=slides):
+        def compute(body, loop=None, f=f, slides=slides, explicit=explicit):
             required = box_of(body, f, f.dims, reads=True, writes=False)
             if required is None:
                 return body
             slide = loop if slides and loop is not None and loop.kind == "serial" else None
             lb.slid = None
             out = lb.wrap_compute(f, body, required, slide)
+            if explicit is not None and lb.slid is None:
+                dim, n, d = explicit
+                raise HdslError(f"fold_storage({f.args[dim]}, {n}): the storage of '{f.name}' does not slide "
+                                f"along {f.args[dim]} inside a serial loop", d.span,
+                                "fold the storage of a Func stored outside a serial loop (store_at) and computed "
+                                "inside it (compute_at), whose region moves along one dimension with that loop")
             return lb.realize(f, out) if fs.store == fs.compute or fs.compute.kind == "innermost" else out
         if site is None:
             stmt = compute(stmt)
@@ -138,6 +164,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         if fs.store != fs.compute and fs.compute.kind != "innermost":
             # a sliding window whose footprint is a fixed number of slices is folded
             fold = lb.slid if foldable else None
+            if explicit is not None:
+                fold = (explicit[0], None, explicit[1])
             st = fs.store
             if st.kind == "root":
                 stmt = lb.realize(f, stmt, fold)
@@ -151,6 +179,45 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
         info["region_clamps"] = lb.region_clamps
     return fix_extents(stmt, lb.deferred)
+
+
+def explicit_fold(f, fs) -> tuple:
+    """fold_storage(v, n) of f: (dim, n, directive), after checking what can be checked before
+    the loops exist: one folded dim, a store level outside the compute level, and no loop of
+    v rounded up (a rounded-up split computes rows beyond the window, which would overwrite
+    rows still to be read; shift_inwards and guard_with_if stay inside it)."""
+    if len(fs.folds) > 1:
+        d = list(fs.folds.values())[1]
+        raise HdslError(f"'{f.name}' folds its storage along more than one dimension", d.span,
+                        "fold one dimension: the one its sliding window moves along")
+    var, d = next(iter(fs.folds.items()))
+    n = d.args[1]
+    if fs.store == fs.compute or fs.compute.kind != "at":
+        raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', which is stored where it is computed", d.span,
+                        f"store it further out than it is computed: {f.name}.compute_at(g, y).store_at(g, yo) "
+                        "(or store_root())")
+    derived = {var}
+    for s in fs.stages.get(-1, []):
+        a = s.args
+        if s.name == "fuse" and (a[0] in derived or a[1] in derived):
+            raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', whose {var} loop is fused", d.span,
+                            f"fold a dimension whose loop is not fused")
+        if s.name == "split":
+            split = [(a[0], a[1:3])]
+        elif s.name in ("vectorize", "unroll", "parallel"):
+            split = [(a[0], a[:1])]
+        elif s.name == "tile":
+            split = [(a[0], [a[2], a[4]] if len(a) == 8 else [a[2]]), (a[1], [a[3], a[5]] if len(a) == 8 else [a[3]])]
+        else:
+            split = []
+        for old, new in split:
+            if old in derived:
+                if s.tail == "round_up":
+                    raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', whose {var} loop is rounded up "
+                                    "(it computes rows past the window, over rows still to be read)", s.span,
+                                    "drop round_up from this split (shift_inwards, the default, stays inside)")
+                derived.update(x for x in new if isinstance(x, str))
+    return f.args.index(var), n, d
 
 
 def _stage_count(g, defs) -> int:

@@ -64,8 +64,10 @@ def _has_vector_loop(s: Stmt) -> bool:
 
 
 def _directly_around_vectors(s: Stmt) -> bool:
+    """Whether vector code is right inside s, with no serial or parallel loop between (unrolled
+    loops may be: a tile of 64 x 2 vectorized in x and unrolled in y is one block of vectors)."""
     if isinstance(s, For):
-        return s.kind == "vectorized"
+        return s.kind == "vectorized" or (s.kind == "unrolled" and _directly_around_vectors(s.body))
     return any(_directly_around_vectors(k) for k in _kids(s))
 
 

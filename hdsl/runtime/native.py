@@ -10,7 +10,8 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
-from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
+from hdsl.lower.loops import (ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_FOLD_TOO_SMALL, ERR_INPUT_BOUNDS,
+                              ERR_OUTPUT_BOUNDS)
 from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
 
@@ -304,4 +305,25 @@ class NativePipeline:
             return HdslError(f"{what} spans {count} elements; hdsl addresses buffers with 32-bit offsets "
                              f"(at most 2^31 - 1 = 2147483647 elements, as Halide)", None,
                              "process the image in pieces (a smaller output per call)")
+        if code == ERR_FOLD_TOO_SMALL:
+            return self.fold_error(info)
         return HdslError(f"the compiled pipeline failed with error code {code}", None)
+
+    def fold_error(self, info) -> HdslError:
+        """A fold_storage(v, n) smaller than the slices its Func holds at once (info: the Func's
+        index in topological order, the dim, the window; zeros from inside a parallel loop)."""
+        from hdsl.ir.func import topo_order
+        from hdsl.lower.lower import choose_schedule
+        sched = choose_schedule(self.p, self.schedule, self.target)
+        funcs = topo_order(self.p.outputs)
+        folds = [(f, d) for f in funcs for d in (sched.for_func(f) if sched else []) if d.name == "fold_storage"]
+        if info[2] > 0 and 0 <= info[0] < len(funcs):
+            f = funcs[info[0]]
+            for g, d in folds:
+                if g is f:
+                    return HdslError(f"fold_storage({d.args[0]}, {d.args[1]}) is too small: '{f.name}' holds "
+                                     f"{info[2]} slices along {d.args[0]} at once here", d.span,
+                                     f"fold_storage({d.args[0]}, {info[2]}) or more, or no fold_storage")
+        d = folds[0][1] if folds else None
+        return HdslError("a fold_storage() directive is too small: its Func holds more slices at once than the fold keeps", d.span if d else None,
+                         "raise its factor, or drop fold_storage")

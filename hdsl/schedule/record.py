@@ -47,6 +47,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
     "update": [["int"]],
     "rfactor": [["rvar", "new"]],
     "tile_iir": [["dim", "int"]],
+    "fold_storage": [["dim", "int"]],
 }
 USAGE = {
     "compute_root": "compute_root()", "compute_inline": "compute_inline()", "store_root": "store_root()",
@@ -60,6 +61,7 @@ USAGE = {
     "gpu_threads": "gpu_threads(x), gpu_threads(x, y) or gpu_threads(x, y, z)",
     "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h) or gpu_tile(x, y, xo, yo, xi, yi, w, h)",
     "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
+    "fold_storage": "fold_storage(v, n)",
 }
 # a split's optional last argument: how its last, partial tile is computed (Halide's
 # TailStrategy; without one, Halide's Auto: shift_inwards for pure definitions, guard_with_if
@@ -67,7 +69,7 @@ USAGE = {
 TAILS = ("round_up", "guard_with_if", "shift_inwards")
 TAILED = {"split", "tile", "gpu_tile", "vectorize", "unroll", "parallel"}
 PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
-             "reorder_storage", "bound", "estimate", "tile_iir"}
+             "reorder_storage", "bound", "estimate", "tile_iir", "fold_storage"}
 # the Funcs tile_iir makes of filter update(k) of f, named f.<stage>k (lower/tile_iir.py)
 TILE_STAGE = r"(weights|intra|last|tail|final|tiled)(\d+)"
 
@@ -214,7 +216,7 @@ class _Recorder:
             if tail is not None and isinstance(args[-1], str):
                 self.el.error(f"{name}({args[0]}) does not split, so it takes no tail strategy", tail[1],
                               f"give a factor first: {name}({args[0]}, 8, {tail[0]})")
-            if stand_in(f) and name in ("reorder_storage", "tile_iir", "rfactor", "memoize", "compute_inline"):
+            if stand_in(f) and name in ("reorder_storage", "tile_iir", "rfactor", "memoize", "compute_inline", "fold_storage"):
                 self.el.error(f"'{name}' does not apply to '{f.name}', a stage of tile_iir", call.func.name_span,
                               "its stages take loop directives (split, reorder, vectorize, parallel, ...) "
                               "and compute_at/compute_root")

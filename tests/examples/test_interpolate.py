@@ -151,14 +151,16 @@ def test_the_inputs_see_the_level_4_clamp(pipe, name):
     assert (got != wrong).mean() > 0.5 and np.abs(got - wrong).max() > 0.01
 
 
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
 @pytest.mark.parametrize("name", ["bundled", "101x77"])
-def test_interpolate_matches_halide_bit_for_bit(pipe, name):
-    """The peer (Halide's app in Halide's Python API) equals the NumPy implementation, and the
-    example equals the peer, bit for bit."""
-    _, native = pipe
+def test_interpolate_matches_halide_bit_for_bit(pipe, name, target):
+    """The peer (Halide's app in Halide's Python API, with the app's CPU schedule for the
+    target) equals the NumPy implementation, and the example (its schedule for the target)
+    equals the peer, bit for bit."""
+    native = pipe[1] if target == "host" else pipe[0].compile(target)
     rgba = inputs()[name]
     h, w, _ = rgba.shape
-    expected = halide_output("interpolate", rgba, strict=True)
+    expected = halide_output("interpolate", rgba, strict=True, target=target)
     assert expected.shape == (h, w, 3)
     assert np.array_equal(expected, numpy_interpolate(rgba))
     assert np.array_equal(native.realize((w, h, 3), img=rgba), expected)
