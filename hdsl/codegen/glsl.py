@@ -72,7 +72,7 @@ floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat fma frexp ldexp pa
 distance dot cross normalize reflect refract uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract
 bitfieldInsert bitfieldReverse bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
 atomicExchange atomicCompSwap barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer groupMemoryBarrier
-texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base""".split())
+texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status""".split())
 _MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
           "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
           "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}
@@ -188,6 +188,7 @@ class GlslCodeGen:
         self.shared_words: int | None = None      # set when the kernel has gpu_shared allocations
         self.shared_top = "0"
         self.shared_allocs = 0
+        self.loops = False                         # whether the kernel has serial loops
 
     # --- errors ---
     def unsupported(self, what: str, hint: str | None = None) -> GlslUnsupported:
@@ -273,6 +274,13 @@ class GlslCodeGen:
                 "    int hdsl_invocation = int((gl_GlobalInvocationID.z * hdsl_n.y + gl_GlobalInvocationID.y) * hdsl_n.x"
                 " + gl_GlobalInvocationID.x);",
                 "    int hdsl_scratch_base = hdsl_invocation * hdsl_scratch_words;"]
+        if self.loops:
+            # (after the scratch buffer, the launch binds a word that the invocations whose loops
+            # the driver cut short set: see `loop`)
+            header.append(f"layout(std430, binding = {binding + (self.scratch_base is not None)}) buffer "
+                          "hdsl_status_block { uint d[]; } hdsl_status;  // set when a loop was cut short")
+            self.lines[0:0] = ["    bool hdsl_cut = false;"]
+            self.lines.append("    if (hdsl_cut) atomicOr(hdsl_status.d[0], 1u);")
         if self.shared_words is not None:
             self.globals.append(f"shared uint hdsl_shared[{self.shared_size()}];")
         helpers = [HELPERS[h] for h in self.helpers]
@@ -398,13 +406,19 @@ class GlslCodeGen:
         lo = self.expr(s.min)
         ext = self.expr(s.extent)
         i = self.names.fresh(s.var + "_i")
-        # counted from 0 to extent: no overflow of min + extent, and no iteration for extent <= 0
-        self.open(f"for (int {i} = 0; {i} < {ext}; ++{i})")
+        # counted from 0 to extent: no overflow of min + extent, and no iteration for extent <= 0.
+        # The counter outlives the loop: a loop that stopped before its extent was cut short by the
+        # driver (llvmpipe ends every loop of an invocation after 65535 iterations of them all,
+        # silently), which the invocation reports in hdsl_status for the launch to raise
+        self.emit(f"int {i} = 0;")
+        self.open(f"for (; {i} < {ext}; ++{i})")
         ident = self.bind(s.var, f"{lo} + {i}", s.min.type)
         old = self.scoped(s.var, ident, s.min.type)
         self.stmt(s.body)
         self.restore(s.var, old)
         self.close()
+        self.emit(f"if ({i} < {ext}) hdsl_cut = true;")
+        self.loops = True
 
     def allocate(self, s: Allocate):
         memory = getattr(s, "memory", "heap")
@@ -784,6 +798,7 @@ class GlslKernel:
     buffers: tuple
     group_size: tuple
     scratch: Expr | None = None
+    loops: bool = False
 
 
 def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,
@@ -794,7 +809,7 @@ def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, 
     source = cg.generate()
     scratch = scratch_words(kernel, cg.local_bounds) if cg.scratch_base is not None else None
     return GlslKernel(kernel.name, source, cg.uniforms, tuple(a for a in kernel.args if a.kind == "buffer"),
-                      cg.group_size(), scratch)
+                      cg.group_size(), scratch, cg.loops)
 
 
 def kernel_source(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,

@@ -37,6 +37,10 @@ from hdsl.diagnostics import HdslError
 from hdsl.runtime.device import Device
 
 _EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
+# Mesa's llvmpipe ends every loop of a shader invocation once 65535 iterations of all its loops
+# have run (LP_MAX_TGSI_LOOP_ITERATIONS, gallivm/lp_bld_limits.h, "shared between every loop"),
+# with no error: the shaders detect it (codegen/glsl.py) and the launch raises
+LLVMPIPE_LOOP_LIMIT = 65535
 _INSTALL_HINT = ("install PyOpenGL (pip install 'hdsl[opengl]') and Mesa's EGL and OpenGL drivers "
                  "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libgl1 "
                  "libglx-mesa0), or run on another target (--target host)")
@@ -82,6 +86,7 @@ class Context:
         self.lock = threading.RLock()
         self.programs: dict[str, int] = {}
         self._scratch: tuple[int, int] | None = None      # (buffer, bytes)
+        self._status: int | None = None                   # see status()
         self.renderer = GL.glGetString(GL.GL_RENDERER).decode(errors="replace")
         self.version = GL.glGetString(GL.GL_VERSION).decode(errors="replace")
         major = GL.glGetIntegerv(GL.GL_MAJOR_VERSION)
@@ -119,6 +124,21 @@ class Context:
                 GL.glDeleteBuffers(1, [self._scratch[0]])
             self._scratch = (_buffer(GL, max(nbytes, 4)), max(nbytes, 4))
         return self._scratch[0]
+
+    def status(self, GL) -> int:
+        """The word kernels set when the driver cut one of their loops short (zero on return)."""
+        if self._status is None:
+            self._status = _buffer(GL, 4)
+            _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
+        return self._status
+
+    def loops_cut(self, GL) -> bool:
+        """Whether a kernel since the last call set the status word (cleared again)."""
+        word = np.zeros(1, np.uint32)
+        _download(GL, word.ctypes.data, self._status, 4)
+        if word[0]:
+            _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
+        return bool(word[0])
 
     def program(self, source: str, kernel: str) -> int:
         """The linked compute program for `source` (compiled once per context)."""
@@ -366,6 +386,10 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
             _uniform(GL, GL.glGetUniformLocation(prog, "hdsl_scratch_words"), I32, per)
             words = per * n_threads * groups[0] * groups[1] * groups[2]
             GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers), ctx.scratch(GL, words * 4))
+        status = None
+        if gk.loops:
+            status = ctx.status(GL)
+            GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers) + (gk.scratch is not None), status)
         if all(g > 0 for g in groups):
             # grids beyond the driver's largest dispatch in chunks, each told its first group
             base_loc = GL.glGetUniformLocation(prog, "hdsl_group_base")
@@ -382,6 +406,13 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
         for a in gk.buffers:
             if a.access != "r":
                 buffers[a.name].written_on_device()
+        if status is not None and ctx.loops_cut(GL):
+            raise HdslError(f"kernel '{kernel.name}' runs more loop iterations in one invocation than this OpenGL "
+                            f"({ctx.renderer}) carries out: it ended the loops early and the results are wrong "
+                            f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
+                            "of them all)", None,
+                            "give each GPU thread less work: larger gpu_blocks/gpu_threads extents, or compute "
+                            "the Funcs inside the kernel at the block (shared memory) instead of per thread")
 
 
 def _evaluate(e, scalars: dict) -> int:
