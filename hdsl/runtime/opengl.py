@@ -98,6 +98,8 @@ class Context:
         self.max_group_count = tuple(int(GL.glGetIntegeri_v(GL.GL_MAX_COMPUTE_WORK_GROUP_COUNT, i)[0])
                                      for i in range(3))
         self.max_shared_bytes = int(GL.glGetIntegerv(GL.GL_MAX_COMPUTE_SHARED_MEMORY_SIZE))
+        self.max_texture_size = int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE))
+        self.max_texture_units = int(GL.glGetIntegerv(GL.GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS))
 
     def use(self):
         """A context manager: the lock held and this context current on the calling thread."""
@@ -316,6 +318,7 @@ class DeviceBuffer:
             self.handle = _buffer(self.ctx.GL, self.host.nbytes)
         if self.host_dirty:
             _upload(self.ctx.GL, self.handle, self.host.ctypes.data, self.host.nbytes)
+            _touched(self.ctx, self.handle)
             self.host_dirty = False
             self.copies_in += 1
         return self.handle
@@ -335,6 +338,12 @@ class DeviceBuffer:
             with self.ctx.use() as GL:
                 GL.glDeleteBuffers(1, [self.handle])
             self.handle = None
+
+
+def _touched(ctx: Context, handle: int):
+    """A storage buffer changed: a fragment stage's texture of it must be made again."""
+    from hdsl.runtime.opengl_fragment import textures
+    textures(ctx).touched(handle)
 
 
 # --- launching kernels --------------------------------------------------------------------
@@ -366,6 +375,10 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
         gk = compile_kernel(kernel, fast_math, threads, shared_bytes)
         if shaders is not None:
             shaders[key] = (kernel, gk)      # (the kernel kept alive: its id stays its own)
+    if gk.fragment is not None:
+        from hdsl.runtime.opengl_fragment import render
+        render(ctx, kernel, gk, grid, buffers, scalars)
+        return
     sizes = gk.group_size
     n_threads = sizes[0] * sizes[1] * sizes[2]
     if n_threads > ctx.max_group_invocations or any(s > m for s, m in zip(sizes, ctx.max_group_size)):
@@ -406,6 +419,7 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
         for a in gk.buffers:
             if a.access != "r":
                 buffers[a.name].written_on_device()
+                _touched(ctx, buffers[a.name].to_device())
         if status is not None and ctx.loops_cut(GL):
             raise HdslError(f"kernel '{kernel.name}' runs more loop iterations in one invocation than this OpenGL "
                             f"({ctx.renderer}) carries out: it ended the loops early and the results are wrong "
@@ -474,6 +488,7 @@ class OpenGLDevice(Device):
     def copy_to_device(self, handle: int, host: int, nbytes: int) -> None:
         with self.ctx.use() as GL:
             _upload(GL, handle, host, nbytes)
+        _touched(self.ctx, handle)
 
     def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
         with self.ctx.use() as GL:
