@@ -871,6 +871,11 @@ def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
         except GlslUnsupported as e:
             f = next((f for f in pipeline.funcs if f.name == e.func), None) if e.func else None
             span = f.span if f is not None and f.span is not None else (schedule.span if schedule else None)
+            if k.fragment:
+                # (the fragment path's limits are the directive's: the error is there)
+                from hdsl.lower.fragment import glsl_directives
+                d = glsl_directives(schedule).get(k.fragment[0])
+                span = d.span if d is not None and d.span is not None else span
             d = e.diagnostics[0]
             what = f"'{e.func}' runs on OpenGL: " if f is not None else ""
             raise HdslError(Diagnostic(what + d.message, span, d.hint)) from None
