@@ -678,12 +678,53 @@ class GlslCodeGen:
             z, o, w = args
             wt = e.args[2].type
             if not t.is_float():
-                raise self.unsupported(f"lerp of {t} values is not supported on OpenGL yet",
-                                       "lerp float values, or compute the stage on the CPU")
+                return self.integer_lerp(t, z, o, w, wt)
             if not wt.is_float():
                 w = f"(float({w}) / {literal(t, float(2 ** wt.bits - 1))})"
             return f"{z} * (1.0 - {w}) + {o} * {w}"
         raise self.unsupported(f"the built-in {name}() has no GLSL form yet")
+
+    def integer_lerp(self, t: Type, z: str, o: str, w: str, wt: Type) -> str:
+        """Halide's integer lerp (src/Lerp.cpp, as hdsl/interp/scalar.py's _lerp): the weight
+        scaled to t's width, then (p / 2^b + p) / 2^b of p = z * (max - w) + o * w + 2^(b-1),
+        in unsigned words with the carry of p kept by hand (p needs 2b + 1 bits)."""
+        if t.is_bool():
+            half = "0.5" if wt.is_float() else literal(wt, wt.max_value() // 2)
+            return f"{w} > {half} ? {o} : {z}"
+        bits = t.bits
+        if bits > 16:
+            raise self.unsupported(f"lerp of {t} values needs 64-bit products, which GLSL has not",
+                                   "lerp 8- or 16-bit integers or floats on OpenGL, or compute the stage on the CPU")
+        maxc = (1 << bits) - 1
+        bias = f" ^ {1 << (bits - 1)}u" if t.is_int() else ""       # (the signed range moved to unsigned)
+        zu = self.expr_text(f"(uint({z}){bias}) & {maxc}u", "uint")
+        ou = self.expr_text(f"(uint({o}){bias}) & {maxc}u", "uint")
+        if wt.is_float():
+            tw = self.expr_text(f"uint(int(trunc({literal(wt, float(maxc))} * {w}))) & {maxc}u", "uint")
+        elif wt.bits == bits:
+            tw = self.expr_text(f"uint({w})", "uint")
+        else:
+            diff = wt.bits - bits
+            left, shift, scale = abs(diff), min(bits, wt.bits), 1
+            while left:
+                scale = scale + (scale << shift)
+                left -= shift
+                shift *= 2
+            tw = self.expr_text(f"(uint({w}) * {scale & 0xFFFFFFFF}u) & {maxc}u" if diff < 0
+                                else f"uint({w}) / {scale}u", "uint")
+        a = self.expr_text(f"{zu} * ({maxc}u - {tw})", "uint")
+        b = self.expr_text(f"{ou} * {tw}", "uint")
+        p = self.expr_text(f"{a} + {b}", "uint")
+        c1 = self.expr_text(f"{p} < {a} ? 1u : 0u", "uint")
+        p2 = self.expr_text(f"{p} + {1 << (bits - 1)}u", "uint")
+        c2 = self.expr_text(f"{c1} + ({p2} < {p} ? 1u : 0u)", "uint")        # p = c2 * 2^32 + p2
+        q = self.expr_text(f"({c2} << {32 - bits}u) | ({p2} >> {bits}u)", "uint")      # p / 2^b
+        s = self.expr_text(f"{p2} + {q}", "uint")
+        c3 = self.expr_text(f"{c2} + ({s} < {p2} ? 1u : 0u)", "uint")       # p + q = c3 * 2^32 + s
+        r = f"(({c3} << {32 - bits}u) | ({s} >> {bits}u)) & {maxc}u"
+        if t.is_int():
+            return normalize(t, f"int(({r}){bias})")
+        return r
 
 
 @dataclass(frozen=True)
