@@ -898,6 +898,61 @@ def glsl_listing(stmt: Stmt, pipeline: str) -> str:
     return "\n\n".join(parts)
 
 
+# OpenGL 4.3's least limits on a work group (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS and _SIZE),
+# used where no context exists to ask
+MIN_GROUP_INVOCATIONS = 1024
+MIN_GROUP_SIZE = (1024, 1024, 64)
+
+
+def group_limits() -> tuple[int, tuple]:
+    """(invocations per work group, sizes per dimension) of this machine's OpenGL, queried once
+    where a context can be made, else OpenGL 4.3's minimums."""
+    global _LIMITS
+    if _LIMITS is None:
+        try:
+            from hdsl.runtime.opengl import context
+            c = context()
+            _LIMITS = (c.max_group_invocations, tuple(c.max_group_size))
+        except Exception:       # (no OpenGL here: compiling still works, against the minimums)
+            _LIMITS = (MIN_GROUP_INVOCATIONS, MIN_GROUP_SIZE)
+    return _LIMITS
+
+
+_LIMITS = None
+
+
+def check_group_size(k: Kernel, schedule) -> None:
+    """A kernel whose constant work group is larger than OpenGL allows is an error at the
+    gpu_tile / gpu_threads directive that made its thread loops (sizes known only at launch are
+    checked there)."""
+    from hdsl.ir.stmt import children
+    from hdsl.lower.gpu import _directive
+    sizes = [int(t.value) if isinstance(t, Const) else None for t in k.threads]
+    if not sizes or any(n is None for n in sizes):
+        return
+    most, per = group_limits()
+    total = 1
+    for n in sizes:
+        total *= n
+    over = [d for d, (n, m) in enumerate(zip(sizes, per)) if n > m]
+    if total <= most and not over:
+        return
+    var = None
+    stack = [k.body]
+    while stack and var is None:
+        s = stack.pop()
+        if isinstance(s, For) and s.kind == "gpu_thread":
+            var = s.var
+        stack.extend(children(s))
+    d = _directive(schedule, var) if var is not None else None
+    shape = "x".join(map(str, sizes))
+    what = (f"{total} invocations, more than the {most} this OpenGL allows" if total > most else
+            f"{sizes[over[0]]} along {'xyz'[over[0]]}, more than the {per[over[0]]} this OpenGL allows there")
+    raise HdslError(f"work groups of {shape} threads are {what}", d.span if d is not None else None,
+                    "use smaller gpu_tile / gpu_threads factors (OpenGL 4.3 promises 1024 invocations, "
+                    "1024x1024x64)")
+
+
 def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
     """Generate every kernel's shader once at compile time (for one thread and no shared memory
     where those are decided at launch), so that what GLSL cannot do is an error before anything
@@ -906,6 +961,8 @@ def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
     from hdsl.lower.gpu import kernels_of
     for lk in kernels_of(stmt):
         k = lk.kernel
+        if not k.fragment:
+            check_group_size(k, schedule)
         try:
             kernel_source(k, threads=tuple(int(t.value) if isinstance(t, Const) else 1 for t in k.threads),
                           shared_bytes=int(k.shared_bytes.value) if isinstance(k.shared_bytes, Const) else 0)
