@@ -36,6 +36,8 @@ MEANING = {
     "rfactor": "factor an associative update into partial results over the other rdom dimensions, indexed "
                "by the new var `u` and computed in parallel, then combined along `r.x`; ends the chain",
     "tile_iir": "run the filters of `f.iir(±v, ...)` in tiles of `n` (Chaurasia et al. 2015)",
+    "glsl": "OpenGL's fragment path (--target opengl): one fragment per (x, y), up to four channels `c` "
+            "(a constant extent: bound it) in one RGBA texel, as an OpenGL ES 3.0 fragment shader",
 }
 
 # argument kinds (record.py's SIGNATURES) that name an existing loop or dimension, and a new one
