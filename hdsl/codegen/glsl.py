@@ -738,6 +738,18 @@ class _Mem:
     base: str | None = None
 
 
+def inline(x: Expr, lets: dict) -> Expr:
+    """x with the kernel's lets (name -> value) substituted, to a fixed point."""
+    from hdsl.ir.expr import free_vars, subst_vars
+    from hdsl.ir.simplify import simplify
+    for _ in range(64):
+        names = [n for n in free_vars(x) if n in lets]
+        if not names:
+            break
+        x = simplify(subst_vars(x, {n: lets[n] for n in names}))
+    return x
+
+
 def _local_bounds(kernel: Kernel) -> dict:
     """Each per-invocation (gpu_local or stack) allocation's size in elements bounded over the
     kernel: a Const, an expression of the kernel's scalar arguments (known at launch), or None
@@ -751,14 +763,6 @@ def _local_bounds(kernel: Kernel) -> dict:
     from hdsl.lower.symbolic import expr_bounds
     scalars = {a.name for a in kernel.args if a.kind == "scalar"}
     out: dict = {}
-
-    def inline(x: Expr, lets: dict) -> Expr:
-        for _ in range(64):
-            names = [n for n in free_vars(x) if n in lets]
-            if not names:
-                break
-            x = simplify(subst_vars(x, {n: lets[n] for n in names}))
-        return x
 
     def visit(s: Stmt, lets: dict, ranges: dict):
         if isinstance(s, LetStmt):

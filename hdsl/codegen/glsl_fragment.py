@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hdsl.codegen.glsl import GlslCodeGen, GlslKernel, GlslUnsupported, _Mem, _nested_count
+from hdsl.codegen.glsl import GlslCodeGen, GlslKernel, GlslUnsupported, _Mem, _nested_count, inline
 from hdsl.diagnostics import InternalError
-from hdsl.ir.expr import Const, Expr, free_vars, subst_vars
+from hdsl.ir.expr import Const, Expr
 from hdsl.ir.kernel import Kernel
 from hdsl.ir.stmt import Allocate, For, LetStmt, Stmt, Store
 from hdsl.ir.types import Type
@@ -260,16 +260,6 @@ def _helper(name: str) -> str:
     return HELPERS[name]
 
 
-def _inline(e: Expr, lets: dict) -> Expr:
-    from hdsl.ir.simplify import simplify
-    for _ in range(64):
-        names = [n for n in free_vars(e) if n in lets]
-        if not names:
-            break
-        e = simplify(subst_vars(e, {n: lets[n] for n in names}))
-    return e
-
-
 def compile_fragment(kernel: Kernel, fast_math: bool = False) -> GlslKernel:
     """The fragment shader of a glsl-scheduled kernel, and how its color lands in its buffer."""
     cg = FragmentCodeGen(kernel, fast_math)
@@ -277,10 +267,10 @@ def compile_fragment(kernel: Kernel, fast_math: bool = False) -> GlslKernel:
     if len(cg.block_vars) != 2:
         raise InternalError(f"glsl: fragment kernel {kernel.name} has {len(cg.block_vars)} block loops")
     (yv, ymin), (xv, xmin) = cg.block_vars      # (outermost first: y, then x)
-    index = _inline(cg.store_index, cg.lets)
+    index = inline(cg.store_index, cg.lets)
     layout = FragmentLayout(cg.output, next(a.type for a in kernel.args if a.name == cg.output), index,
-                            (xv, _inline(xmin, cg.lets)), (yv, _inline(ymin, cg.lets)),
-                            (cg.c_loop[0], _inline(cg.c_loop[1], cg.lets)) if cg.c_loop else None, cg.channels,
+                            (xv, inline(xmin, cg.lets)), (yv, inline(ymin, cg.lets)),
+                            (cg.c_loop[0], inline(cg.c_loop[1], cg.lets)) if cg.c_loop else None, cg.channels,
                             {n: m.array for n, m in cg.buffers.items() if m.kind == "texture"})
     bufs = tuple(a for a in kernel.args if a.kind == "buffer")
     return GlslKernel(kernel.name, source, cg.uniforms, bufs, (1, 1, 1), None, False, layout)

@@ -33,11 +33,25 @@ def kernel_func(body: Stmt) -> str | None:
     return s.var.rsplit(".s", 1)[0]
 
 
+def check_storage(sched) -> None:
+    """The fragment path copies rows of the rendered texture into the Func's buffer: x must be
+    its innermost storage dim (a reorder_storage that moves it is an error at the directive)."""
+    from hdsl.diagnostics import HdslError
+    for fid, ds in sched.directives.items():
+        glsl = next((d for d in ds if d.name == "glsl"), None)
+        order = next((d for d in ds if d.name == "reorder_storage"), None)
+        if glsl is not None and order is not None and order.args[0] != glsl.args[0]:
+            raise HdslError(f"the fragment path stores rows of x, so '{glsl.args[0]}' must stay the innermost "
+                            f"storage dim of '{sched.funcs[fid].name}'", order.span,
+                            f"start the reorder_storage with {glsl.args[0]}, or leave it out")
+
+
 def mark_fragments(stmt: Stmt, sched) -> Stmt:
     """Each kernel of a glsl-scheduled Func, with `fragment` = (Func, its channel loop var)."""
     marks = glsl_directives(sched)
     if not marks:
         return stmt
+    check_storage(sched)
 
     def visit(s):
         if isinstance(s, LaunchKernel):

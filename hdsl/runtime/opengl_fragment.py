@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ctypes
 
-import numpy as np
-
 from hdsl.diagnostics import HdslError, InternalError
 
 VERTEX_SHADER = """#version 300 es

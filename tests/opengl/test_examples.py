@@ -79,13 +79,30 @@ def test_run_from_the_command_line(gl, tmp_path):
 
 
 def test_compile_emits_the_shaders(tmp_path):
-    """`hdsl compile --target opengl` writes blur.glsl (by default) with the kernel's compute
-    shader: 16x16 work groups of blur's tile (18 rows of blur_x), blur_x in shared memory."""
+    """`hdsl compile --target opengl` writes blur.glsl (by default) with its two stages'
+    OpenGL ES 3.0 fragment shaders (blur_x, then out reading blur_x's texture)."""
     r = subprocess.run([sys.executable, "-m", "hdsl.cli", "compile", str(EX / "blur.hl"), "--target", "opengl",
                         "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path / "blur.glsl")
     text = (tmp_path / "blur.glsl").read_text()
-    assert text.count("#version 430") == 1
-    assert "layout(local_size_x = 16, local_size_y = 18, local_size_z = 1) in;" in text
-    assert "shared uint hdsl_shared[" in text and "barrier();" in text
+    assert text.count("#version 300 es") == 2 and "#version 430" not in text
+    assert "uniform highp usampler2D blur_x;" in text      # (u16: an R16UI texture)
+    assert "layout(location = 0) out highp uvec4 hdsl_color;" in text
+
+
+def test_compile_emits_compute_shaders_with_shared_memory():
+    """A compute-path schedule's listing: blur's former one-kernel schedule (16x16 work groups
+    of blur's tile, 18 rows of blur_x in shared memory between barriers)."""
+    from hdsl.aot import compiled_form
+    text = (EX / "blur.hl").read_text()
+    i = text.index("schedule opengl")
+    text = text[:i] + """schedule opengl {
+    out.gpu_tile(x, y, xi, yi, 16, 16)
+    blur_x.compute_at(out, x).gpu_threads(x, y)
+}
+"""
+    listing = compiled_form(hdsl.loads(text, "blur.hl").ir, "glsl", target="opengl")
+    assert listing.count("#version 430") == 1
+    assert "layout(local_size_x = 16, local_size_y = 18, local_size_z = 1) in;" in listing
+    assert "shared uint hdsl_shared[" in listing and "barrier();" in listing
