@@ -72,7 +72,7 @@ floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat fma frexp ldexp pa
 distance dot cross normalize reflect refract uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract
 bitfieldInsert bitfieldReverse bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
 atomicExchange atomicCompSwap barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer groupMemoryBarrier
-texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status""".split())
+texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status hdsl_kernel_code""".split())
 _MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
           "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
           "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}
@@ -281,8 +281,9 @@ class GlslCodeGen:
             # the driver cut short set: see `loop`)
             header.append(f"layout(std430, binding = {binding + (self.scratch_base is not None)}) buffer "
                           "hdsl_status_block { uint d[]; } hdsl_status;  // set when a loop was cut short")
+            header.append("uniform uint hdsl_kernel_code;  // which launch this is, for the report")
             self.lines[0:0] = ["    bool hdsl_cut = false;"]
-            self.lines.append("    if (hdsl_cut) atomicOr(hdsl_status.d[0], 1u);")
+            self.lines.append("    if (hdsl_cut) atomicMax(hdsl_status.d[0], hdsl_kernel_code);")
         if self.shared_words is not None:
             self.globals.append(f"shared uint hdsl_shared[{self.shared_size()}];")
         helpers = [HELPERS[h] for h in self.helpers]

@@ -87,6 +87,7 @@ class Context:
         self.programs: dict[str, int] = {}
         self._scratch: tuple[int, int] | None = None      # (buffer, bytes)
         self._status: int | None = None                   # see status()
+        self._launched: list[str] = []                    # kernels with loops since check_loops()
         self.renderer = GL.glGetString(GL.GL_RENDERER).decode(errors="replace")
         self.version = GL.glGetString(GL.GL_VERSION).decode(errors="replace")
         major = GL.glGetIntegerv(GL.GL_MAJOR_VERSION)
@@ -127,20 +128,32 @@ class Context:
             self._scratch = (_buffer(GL, max(nbytes, 4)), max(nbytes, 4))
         return self._scratch[0]
 
-    def status(self, GL) -> int:
-        """The word kernels set when the driver cut one of their loops short (zero on return)."""
+    def status(self, GL, kernel: str) -> tuple[int, int]:
+        """(the word kernels set when the driver cut one of their loops short, the code this
+        launch of `kernel` sets there). It is read lazily, by check_loops() before the next copy
+        to the host: reading it after every launch would wait for each kernel."""
         if self._status is None:
             self._status = _buffer(GL, 4)
             _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
-        return self._status
+        self._launched.append(kernel)
+        return self._status, len(self._launched)
 
-    def loops_cut(self, GL) -> bool:
-        """Whether a kernel since the last call set the status word (cleared again)."""
+    def check_loops(self, GL):
+        """Raise if a kernel launched since the last check had a loop cut short (then clear)."""
+        if not self._launched:
+            return
         word = np.zeros(1, np.uint32)
         _download(GL, word.ctypes.data, self._status, 4)
+        launched, self._launched = self._launched, []
         if word[0]:
             _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
-        return bool(word[0])
+            name = launched[int(word[0]) - 1] if int(word[0]) <= len(launched) else "?"
+            raise HdslError(f"kernel '{name}' runs more loop iterations in one invocation than this OpenGL "
+                            f"({self.renderer}) carries out: it ended the loops early and the results are wrong "
+                            f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
+                            "of them all)", None,
+                            "give each GPU thread less work: larger gpu_blocks/gpu_threads extents, or compute "
+                            "the Funcs inside the kernel at the block (shared memory) instead of per thread")
 
     def program(self, source: str, kernel: str) -> int:
         """The linked compute program for `source` (compiled once per context)."""
@@ -327,6 +340,7 @@ class DeviceBuffer:
         self.device_dirty = True
 
     def to_host(self) -> np.ndarray:
+        self.ctx.check_loops(self.ctx.GL)
         if self.device_dirty:
             _download(self.ctx.GL, self.host.ctypes.data, self.handle, self.host.nbytes)
             self.copies_out += 1
@@ -399,10 +413,12 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
             _uniform(GL, GL.glGetUniformLocation(prog, "hdsl_scratch_words"), I32, per)
             words = per * n_threads * groups[0] * groups[1] * groups[2]
             GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers), ctx.scratch(GL, words * 4))
-        status = None
         if gk.loops:
-            status = ctx.status(GL)
+            status, code = ctx.status(GL, kernel.name)
             GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers) + (gk.scratch is not None), status)
+            loc = GL.glGetUniformLocation(prog, "hdsl_kernel_code")
+            if loc >= 0:
+                GL.glUniform1ui(loc, code)
         if all(g > 0 for g in groups):
             # grids beyond the driver's largest dispatch in chunks, each told its first group
             base_loc = GL.glGetUniformLocation(prog, "hdsl_group_base")
@@ -420,13 +436,6 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
             if a.access != "r":
                 buffers[a.name].written_on_device()
                 _touched(ctx, buffers[a.name].to_device())
-        if status is not None and ctx.loops_cut(GL):
-            raise HdslError(f"kernel '{kernel.name}' runs more loop iterations in one invocation than this OpenGL "
-                            f"({ctx.renderer}) carries out: it ended the loops early and the results are wrong "
-                            f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
-                            "of them all)", None,
-                            "give each GPU thread less work: larger gpu_blocks/gpu_threads extents, or compute "
-                            "the Funcs inside the kernel at the block (shared memory) instead of per thread")
 
 
 def _evaluate(e, scalars: dict) -> int:
@@ -492,6 +501,7 @@ class OpenGLDevice(Device):
 
     def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
         with self.ctx.use() as GL:
+            self.ctx.check_loops(GL)
             _download(GL, host, handle, nbytes)
 
     def launch(self, kernel, host_fn, grid, threads, shared_bytes, args) -> None:
