@@ -219,3 +219,27 @@ def test_glsl_on_another_gpu_target_is_an_error(tmp_path):
     path.write_text(BLUR3.replace("schedule opengl", "schedule cuda"))
     with pytest.raises(hdsl.HdslError, match="fragment path"):
         hdsl.load(path).compile("cuda-emulate")
+
+
+def test_the_shaders_compile_on_an_opengl_es_context(gl, tmp_path):
+    """Every fragment shader of the examples and of these tests compiles on an OpenGL ES context
+    (Mesa's, through EGL), as `#version 300 es`: the shaders would run on a phone."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hdsl.aot import compiled_form
+    root = Path(__file__).resolve().parents[2]
+    irs = [hdsl.load(root / "examples" / f"{n}.hl").ir for n in ("blur", "unsharp", "harris")]
+    irs += [_load(tmp_path, t, f"p{i}").ir for i, t in enumerate((BLUR3, TWO_STAGES, TYPES, ROUNDING))]
+    files = []
+    for ir in irs:
+        for k, shader in enumerate(re.split(r"(?=#version 300 es)", compiled_form(ir, "glsl", target="opengl"))[1:]):
+            files.append(tmp_path / f"{ir.name}_{k}.frag")
+            files[-1].write_text(shader)
+    assert len(files) >= 12
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("es_compile.py"))] + [str(f) for f in files],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("context: OpenGL ES 3.") and r.stdout.count(" ok\n") == len(files)
