@@ -72,7 +72,7 @@ floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat fma frexp ldexp pa
 distance dot cross normalize reflect refract uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract
 bitfieldInsert bitfieldReverse bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
 atomicExchange atomicCompSwap barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer groupMemoryBarrier
-texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status hdsl_kernel_code""".split())
+texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status hdsl_kernel_code hdsl_cut_target hdsl_color""".split())
 _MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
           "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
           "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}

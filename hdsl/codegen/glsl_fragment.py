@@ -151,6 +151,12 @@ class FragmentCodeGen(GlslCodeGen):
         self.stmt(body)
         if self.store_index is None:
             raise self.unsupported("this kernel stores no value of its Func")
+        if self.loops:
+            # (the compute path's check after each loop sets hdsl_cut: here a second render
+            # target, 1 where the fragment's loops were cut short, which the launch reads)
+            header.append("layout(location = 1) out highp uint hdsl_cut_target;  // 1: a loop was cut short")
+            self.lines[0:0] = ["    bool hdsl_cut = false;"]
+            self.lines.append("    hdsl_cut_target = hdsl_cut ? 1u : 0u;")
         return "\n".join(header + self.globals + [_helper(h) for h in self.helpers]
                          + ["void main() {"] + self.lines + ["}", ""])
 
@@ -198,17 +204,9 @@ class FragmentCodeGen(GlslCodeGen):
             self.close()
             return
         else:
-            # a serial loop: plain (no storage buffer to report a cut loop in; see docs/opengl.md)
-            lo = self.expr(s.min)
-            ext = self.expr(s.extent)
-            i = self.names.fresh(s.var + "_i")
-            self.open(f"for (int {i} = 0; {i} < {ext}; ++{i})")
-            ident = self.bind(s.var, f"{lo} + {i}", s.min.type)
-            old = self.scoped(s.var, ident, s.min.type)
-            self.stmt(s.body)
-            self.restore(s.var, old)
-            self.close()
-            return
+            # a serial loop: the compute path's, which reports a loop the driver cut short (in a
+            # second render target here: a fragment shader has no storage buffer)
+            return super().loop(s)
         old = self.scoped(s.var, ident, s.min.type)
         self.stmt(s.body)
         self.restore(s.var, old)
@@ -273,4 +271,4 @@ def compile_fragment(kernel: Kernel, fast_math: bool = False) -> GlslKernel:
                             (cg.c_loop[0], inline(cg.c_loop[1], cg.lets)) if cg.c_loop else None, cg.channels,
                             {n: m.array for n, m in cg.buffers.items() if m.kind == "texture"})
     bufs = tuple(a for a in kernel.args if a.kind == "buffer")
-    return GlslKernel(kernel.name, source, cg.uniforms, bufs, (1, 1, 1), None, False, layout)
+    return GlslKernel(kernel.name, source, cg.uniforms, bufs, (1, 1, 1), None, cg.loops, layout)

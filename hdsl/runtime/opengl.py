@@ -147,13 +147,15 @@ class Context:
         launched, self._launched = self._launched, []
         if word[0]:
             _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
-            name = launched[int(word[0]) - 1] if int(word[0]) <= len(launched) else "?"
-            raise HdslError(f"kernel '{name}' runs more loop iterations in one invocation than this OpenGL "
-                            f"({self.renderer}) carries out: it ended the loops early and the results are wrong "
-                            f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
-                            "of them all)", None,
-                            "give each GPU thread less work: larger gpu_blocks/gpu_threads extents, or compute "
-                            "the Funcs inside the kernel at the block (shared memory) instead of per thread")
+            raise self.loops_cut_error(launched[int(word[0]) - 1] if int(word[0]) <= len(launched) else "?")
+
+    def loops_cut_error(self, kernel: str) -> HdslError:
+        return HdslError(f"kernel '{kernel}' runs more loop iterations in one invocation than this OpenGL "
+                         f"({self.renderer}) carries out: it ended the loops early and the results are wrong "
+                         f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
+                         "of them all)", None,
+                         "give each GPU thread (or fragment) less work: larger gpu_blocks/gpu_threads extents, "
+                         "compute the Funcs inside the kernel at the block (shared memory), or at the root")
 
     def program(self, source: str, kernel: str) -> int:
         """The linked compute program for `source` (compiled once per context)."""

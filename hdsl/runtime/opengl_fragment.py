@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
+
 from hdsl.diagnostics import HdslError, InternalError
 
 VERTEX_SHADER = """#version 300 es
@@ -187,7 +189,17 @@ def render(ctx, kernel, gk, grid, buffers: dict, scalars: dict):
             tx.fbo = int(GL.glGenFramebuffers(1))
         GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, tx.fbo)
         GL.glFramebufferTexture2D(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_TEXTURE_2D, target, 0)
-        GL.glDrawBuffers(1, [GL.GL_COLOR_ATTACHMENT0])
+        cut = None
+        if gk.loops:
+            # (a fragment whose loops the driver cut short writes 1 here: see glsl_fragment.py)
+            cut = int(GL.glGenTextures(1))
+            GL.glBindTexture(GL.GL_TEXTURE_2D, cut)
+            GL.glTexStorage2D(GL.GL_TEXTURE_2D, 1, GL.GL_R8UI, W, H)
+            GL.glFramebufferTexture2D(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT1, GL.GL_TEXTURE_2D, cut, 0)
+            GL.glDrawBuffers(2, [GL.GL_COLOR_ATTACHMENT0, GL.GL_COLOR_ATTACHMENT1])
+        else:
+            GL.glFramebufferTexture2D(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT1, GL.GL_TEXTURE_2D, 0, 0)
+            GL.glDrawBuffers(1, [GL.GL_COLOR_ATTACHMENT0])
         status = GL.glCheckFramebufferStatus(GL.GL_FRAMEBUFFER)
         if status != GL.GL_FRAMEBUFFER_COMPLETE:
             raise HdslError(f"this OpenGL cannot render to {internal} textures (kernel '{kernel.name}')", None,
@@ -217,6 +229,13 @@ def render(ctx, kernel, gk, grid, buffers: dict, scalars: dict):
                             ctypes.c_void_p(start * size))
         GL.glPixelStorei(GL.GL_PACK_ROW_LENGTH, 0)
         GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
+        was_cut = False
+        if cut is not None:
+            flags = np.zeros((H, W), np.uint8)
+            GL.glReadBuffer(GL.GL_COLOR_ATTACHMENT1)
+            GL.glReadPixels(0, 0, W, H, GL.GL_RED_INTEGER, GL.GL_UNSIGNED_BYTE, flags.ctypes.data_as(ctypes.c_void_p))
+            was_cut = bool(flags.any())
+            GL.glDeleteTextures(1, [cut])
         GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
         GL.glDeleteTextures(1, [target])
         for u in range(unit):
@@ -224,3 +243,5 @@ def render(ctx, kernel, gk, grid, buffers: dict, scalars: dict):
             GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
         buffers[layout.output].written_on_device()
         tx.touched(out)
+        if was_cut:
+            raise ctx.loops_cut_error(kernel.name)

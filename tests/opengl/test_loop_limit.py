@@ -93,3 +93,33 @@ def test_a_long_loop_gives_right_values_or_the_error(gl, tmp_path, n):
         np.testing.assert_array_equal(f(img=img, n=10), img * 45 + 10)
     else:
         np.testing.assert_array_equal(f(img=img, n=n), want)
+
+
+# the same on the fragment path: each fragment's reduction is its loop
+LONG_LOOP_2D = """pipeline longloop2
+input  img: i32[2]
+param  n: i32 = 1
+output out: i32[2]
+algorithm {
+    var x, y
+    rdom r = [0..n]
+    out(x, y) = sum(img(x, y) * r.x + 1)
+}
+schedule opengl {
+    out.glsl(x, y)
+}
+"""
+
+
+@pytest.mark.parametrize("n", [LIMIT - 200, LIMIT + 200])
+def test_a_long_loop_in_a_fragment_gives_right_values_or_the_error(gl, tmp_path, n):
+    p = _load(tmp_path, LONG_LOOP_2D, "longloop2")
+    img = np.arange(-8, 8, dtype=np.int32).reshape(4, 4)
+    want = (img.astype(np.int64) * (n * (n - 1) // 2) + n).astype(np.uint64).astype(np.uint32).view(np.int32)
+    f = p.compile("opengl")
+    if n > LIMIT and _llvmpipe(gl):
+        with pytest.raises(hdsl.HdslError, match="65535 iterations"):
+            f(img=img, n=n)
+        np.testing.assert_array_equal(f(img=img, n=10), img * 45 + 10)
+    else:
+        np.testing.assert_array_equal(f(img=img, n=n), want)
