@@ -11,9 +11,10 @@ expressions, the same IR rewrites for the semantics GLSL lacks) with four things
 - the Func's store of channel c is component c of the fragment's color (`hdsl_color`), rendered
   into an RGBA texture of the formats below; the runtime copies each component into the
   output buffer where the store's index says, on the device (glReadPixels into the buffer);
-- only what OpenGL ES 3.0 has: `#version 300 es`, no storage buffers, images or atomics, and
-  `precise` only where the driver has GL_EXT_gpu_shader5 (a macro: without it the shader still
-  compiles, as on most phones).
+- only what OpenGL ES 3.0 has: `#version 300 es`, no storage buffers, images or atomics; ES 3.00
+  has no `precise` (a macro that is one where the driver has GL_EXT_gpu_shader5): the color is
+  declared `invariant` instead, which makes the compiler compute everything it depends on
+  exactly as written (Mesa: propagate_invariance marks those values precise).
 
 Element type -> texture formats (input, render target), and how a value crosses:
   u8            R8 / RGBA8 (unsigned normalized): read v*255 rounded; written as u/255, which
@@ -142,8 +143,11 @@ class FragmentCodeGen(GlslCodeGen):
             else:
                 _, target, prefix, _ = formats(a.type, k.name)
                 vec = {"": "vec4", "i": "ivec4", "u": "uvec4"}[prefix]
-                header.append(f"layout(location = 0) out highp {vec} hdsl_color;  // {a.name}: {a.type}, "
-                              f"rendered to {target}")
+                # (invariant: the compiler must compute it the same way everywhere, which Mesa
+                # does by making every value it depends on `precise`: no a*b+c contracted into
+                # an fma, no select turned into a min that drops NaN; ES 3.00 has no `precise`)
+                header.append(f"invariant layout(location = 0) out highp {vec} hdsl_color;  // {a.name}: "
+                              f"{a.type}, rendered to {target}")
                 self.buffers[a.name] = _Mem("hdsl_color", a.type, "color")
                 self.output = a.name
                 self.color_vec = vec
@@ -254,8 +258,9 @@ def _mentioned(body: Stmt) -> set:
 
 
 def _helper(name: str) -> str:
+    """A helper function of the compute path's, its `precise` temporaries ES's macro."""
     from hdsl.codegen.glsl import HELPERS
-    return HELPERS[name]
+    return HELPERS[name].replace("precise ", "HDSL_PRECISE ")
 
 
 def compile_fragment(kernel: Kernel, fast_math: bool = False) -> GlslKernel:

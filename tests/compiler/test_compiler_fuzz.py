@@ -150,8 +150,8 @@ def test_random_gpu_schedules(name, data):
     fuzz_one(name, data, GPU_TARGET, gpu=True)
 
 
-# GPU schedules as OpenGL compute shaders and, where a Func fits, fragment shaders (glsl(x, y):
-# pure 2-D Funcs at the root; llvmpipe in CI; issue 16), 2 derandomized examples per pipeline: they found GLSL's reserved words among Func names, per-invocation storage of
+# GPU schedules as OpenGL compute shaders (llvmpipe in CI; issue 16), 2 derandomized examples
+# per pipeline: they found GLSL's reserved words among Func names, per-invocation storage of
 # run-time size and grids larger than one dispatch. Where a schedule puts on the GPU what GLSL
 # lacks, it must be refused with that error (and any other schedule equal the evaluator):
 # `recursive`'s tiled filters chain the tiles in f64.
@@ -171,12 +171,33 @@ OPENGL_FRAGMENT_REFUSED = ("computed per fragment with a size that is not a cons
 @given(data=st.data())
 def test_random_gpu_schedules_on_opengl(name, data):
     try:
-        fuzz_one(name, data, "opengl", gpu=True, fragment=True)
+        fuzz_one(name, data, "opengl", gpu=True)
     except hdsl.HdslError as e:
         if OPENGL_LIMIT in e.render() or any(m in e.render() for m in OPENGL_FRAGMENT_REFUSED):
             return
         if name not in OPENGL_REFUSED or OPENGL_REFUSED[name] not in e.render():
             raise
+
+
+# ... and with OpenGL's fragment path where a Func fits (glsl(x, y): pure 2-D Funcs of one
+# value at the root), 2 derandomized examples per pipeline of 2-D stages (the others have none
+# to render, or draw host loops of a million launches here, too slow for the default run)
+GLSL_FUZZ = ["blur3x3_u16", "casts", "color", "divmod", "feed_chain", "gauss5_f32", "math_f32", "multi_feed",
+             "multi_in", "outputs_chain", "window_sum"]
+
+
+@requires("opengl")
+@pytest.mark.parametrize("name", [n for n in names(FUZZ_KNOWN, strict=False)
+                                  if (n.values[0] if hasattr(n, "values") else n) in GLSL_FUZZ])
+@settings(max_examples=2, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
+@given(data=st.data())
+def test_random_glsl_schedules_on_opengl(name, data):
+    try:
+        fuzz_one(name, data, "opengl", gpu=True, fragment=True)
+    except hdsl.HdslError as e:
+        if OPENGL_LIMIT in e.render() or any(m in e.render() for m in OPENGL_FRAGMENT_REFUSED):
+            return
+        raise
 
 
 @pytest.mark.slow

@@ -88,7 +88,7 @@ def test_compile_emits_the_shaders(tmp_path):
     text = (tmp_path / "blur.glsl").read_text()
     assert text.count("#version 300 es") == 2 and "#version 430" not in text
     assert "uniform highp usampler2D blur_x;" in text      # (u16: an R16UI texture)
-    assert "layout(location = 0) out highp uvec4 hdsl_color;" in text
+    assert "invariant layout(location = 0) out highp uvec4 hdsl_color;" in text
 
 
 def test_compile_emits_compute_shaders_with_shared_memory():

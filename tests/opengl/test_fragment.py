@@ -243,3 +243,26 @@ def test_the_shaders_compile_on_an_opengl_es_context(gl, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("context: OpenGL ES 3.") and r.stdout.count(" ok\n") == len(files)
+
+
+def test_no_contraction_into_fma(gl, tmp_path):
+    """s + (a * 0.75 + b * 0.25) as written: ES 3.00 has no `precise`; without the invariant
+    color, llvmpipe fused it into fma's, one ulp off (found by the fuzzer on math_f32)."""
+    p = _load(tmp_path, """pipeline fma
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    c = repeat_edge(img)
+    out(x, y) = sqrt(abs(c(x, y))) + lerp(c(x, y), c(x - 1, y), 0.25f)
+}
+schedule opengl {
+    out.glsl(x, y)
+}
+""")
+    img = (np.random.default_rng(0).standard_normal((15, 39)) * 10).astype(np.float32)
+    got = _same(p, img=img)
+    # and NumPy's float32, operation by operation (x - 1 clamped at the left edge)
+    left = np.concatenate([img[:, :1], img[:, :-1]], axis=1)
+    want = np.sqrt(np.abs(img)) + (img * np.float32(0.75) + left * np.float32(0.25))
+    np.testing.assert_array_equal(got, want)
