@@ -1,5 +1,5 @@
 """Every example's `schedule opengl` run on OpenGL (llvmpipe in CI) equals the reference
-evaluator exactly (blur, unsharp, harris on the fragment path; bilateral_grid, camera_pipe,
+evaluator exactly (blur, unsharp, harris, camera_pipe on the fragment path; bilateral_grid,
 local_laplacian on the compute path), on the
 bundled images and, for the first three, on a crop whose sizes are no multiple of the work
 group; `hdsl run --target opengl` writes the same image."""
@@ -59,6 +59,10 @@ def test_camera_pipe(gl):
     kw = dict(raw=raw, matrix_3200=np.load(IMAGES / "camera_matrix_3200.npy"),
               matrix_7000=np.load(IMAGES / "camera_matrix_7000.npy"))
     np.testing.assert_array_equal(p.compile("opengl").realize(size, **kw), p.realize(size, **kw))
+    # (on the fragment path: five stages rendered, the Bayer planes as one texel's 4 channels)
+    from hdsl.aot import compiled_form
+    listing = compiled_form(p.ir, "glsl", target="opengl")
+    assert "0 OpenGL compute shader(s) and 5 fragment shader(s)" in listing.splitlines()[0]
 
 
 def test_local_laplacian(gl):

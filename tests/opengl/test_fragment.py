@@ -231,7 +231,7 @@ def test_the_shaders_compile_on_an_opengl_es_context(gl, tmp_path):
 
     from hdsl.aot import compiled_form
     root = Path(__file__).resolve().parents[2]
-    irs = [hdsl.load(root / "examples" / f"{n}.hl").ir for n in ("blur", "unsharp", "harris")]
+    irs = [hdsl.load(root / "examples" / f"{n}.hl").ir for n in ("blur", "unsharp", "harris", "camera_pipe")]
     irs += [_load(tmp_path, t, f"p{i}").ir for i, t in enumerate((BLUR3, TWO_STAGES, TYPES, ROUNDING))]
     files = []
     for ir in irs:
