@@ -94,11 +94,12 @@ class FragmentCodeGen(GlslCodeGen):
         self.block_vars: list[tuple] = []         # (var, min) of the block loops, outermost first
         self.c_loop: tuple | None = None
         self.store_index: Expr | None = None
+        self._store_expr: Expr | None = None       # the index of the Store being generated
+        self.color_vec = "vec4"
 
     def unsupported(self, what: str, hint: str | None = None) -> GlslUnsupported:
         e = super().unsupported(what, hint)
         e.func = self.func
-        e.fragment = True
         return e
 
     def generate(self) -> str:
@@ -133,10 +134,10 @@ class FragmentCodeGen(GlslCodeGen):
                 self.env[a.name] = (ident, a.type)
                 self.uniforms[a.name] = (ident, a.type)
             elif a.access == "r":
-                _, _, prefix, _ = formats(a.type, k.name)
+                internal, _, prefix, _ = formats(a.type, k.name)
                 ident = self.names.fresh(a.name)
                 header.append(f"uniform highp {prefix}sampler2D {ident};  // {a.name}: {a.type}, "
-                              f"{formats(a.type)[0]}, its elements in order, a row of textureSize(.).x each")
+                              f"{internal}, its elements in order, a row of textureSize(.).x each")
                 width = self.names.fresh(a.name + "_width")
                 self.emit(f"int {width} = textureSize({ident}, 0).x;")
                 self.buffers[a.name] = _Mem(ident, a.type, "texture", width)
