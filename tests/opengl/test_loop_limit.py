@@ -78,23 +78,6 @@ def test_twice_tiled_func_per_invocation(gl, tmp_path):
         np.testing.assert_array_equal(p.compile("opengl")(img=img), p.compile("interp")(img=img))
 
 
-@pytest.mark.parametrize("n", [LIMIT - 200, LIMIT + 200])
-def test_a_long_loop_gives_right_values_or_the_error(gl, tmp_path, n):
-    """One loop of n iterations per invocation, either side of the limit: sum over r of
-    img(x) * r + 1 is img(x) * n(n-1)/2 + n (wrapping in i32), computed here independently."""
-    p = _load(tmp_path, LONG_LOOP, "longloop")
-    img = np.arange(-8, 8, dtype=np.int32)
-    want = (img.astype(np.int64) * (n * (n - 1) // 2) + n).astype(np.uint64).astype(np.uint32).view(np.int32)
-    f = p.compile("opengl")
-    if n > LIMIT and _llvmpipe(gl):
-        with pytest.raises(hdsl.HdslError, match="65535 iterations"):
-            f(img=img, n=n)
-        # the context is fine after it: a short loop runs right at once
-        np.testing.assert_array_equal(f(img=img, n=10), img * 45 + 10)
-    else:
-        np.testing.assert_array_equal(f(img=img, n=n), want)
-
-
 # the same on the fragment path: each fragment's reduction is its loop
 LONG_LOOP_2D = """pipeline longloop2
 input  img: i32[2]
@@ -112,14 +95,19 @@ schedule opengl {
 
 
 @pytest.mark.parametrize("n", [LIMIT - 200, LIMIT + 200])
-def test_a_long_loop_in_a_fragment_gives_right_values_or_the_error(gl, tmp_path, n):
-    p = _load(tmp_path, LONG_LOOP_2D, "longloop2")
-    img = np.arange(-8, 8, dtype=np.int32).reshape(4, 4)
+@pytest.mark.parametrize("path", ["compute", "fragment"])
+def test_a_long_loop_gives_right_values_or_the_error(gl, tmp_path, n, path):
+    """One loop of n iterations per invocation (or fragment), either side of the limit: the sum
+    over r of img * r + 1 is img * n(n-1)/2 + n (wrapping in i32), computed here independently."""
+    text, shape = (LONG_LOOP, (16,)) if path == "compute" else (LONG_LOOP_2D, (4, 4))
+    p = _load(tmp_path, text, path)
+    img = np.arange(-8, 8, dtype=np.int32).reshape(shape)
     want = (img.astype(np.int64) * (n * (n - 1) // 2) + n).astype(np.uint64).astype(np.uint32).view(np.int32)
     f = p.compile("opengl")
     if n > LIMIT and _llvmpipe(gl):
         with pytest.raises(hdsl.HdslError, match="65535 iterations"):
             f(img=img, n=n)
+        # the context is fine after it: a short loop runs right at once
         np.testing.assert_array_equal(f(img=img, n=10), img * 45 + 10)
     else:
         np.testing.assert_array_equal(f(img=img, n=n), want)
