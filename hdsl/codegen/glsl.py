@@ -72,7 +72,7 @@ floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat fma frexp ldexp pa
 distance dot cross normalize reflect refract uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract
 bitfieldInsert bitfieldReverse bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
 atomicExchange atomicCompSwap barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer groupMemoryBarrier
-texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base""".split())
+texelFetch texture any all not equal lessThan greaterThan hdsl_exp hdsl_shared hdsl_scratch hdsl_scratch_words hdsl_scratch_base hdsl_n hdsl_invocation hdsl_group_base hdsl_cut hdsl_status hdsl_kernel_code hdsl_cut_target hdsl_color""".split())
 _MATH1 = {"sqrt": "sqrt", "exp": "hdsl_exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
           "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
           "ceil": "ceil", "trunc": "trunc", "round": "roundEven"}
@@ -164,6 +164,8 @@ class _Names:
 
 
 class GlslCodeGen:
+    precise_kw = "precise "        # (GLSL ES 3.00 has no `precise`: the fragment path's is a macro)
+
     def __init__(self, kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,
                  shared_bytes: int | None = None):
         self.kernel = kernel
@@ -188,6 +190,7 @@ class GlslCodeGen:
         self.shared_words: int | None = None      # set when the kernel has gpu_shared allocations
         self.shared_top = "0"
         self.shared_allocs = 0
+        self.loops = False                         # whether the kernel has serial loops
 
     # --- errors ---
     def unsupported(self, what: str, hint: str | None = None) -> GlslUnsupported:
@@ -273,6 +276,14 @@ class GlslCodeGen:
                 "    int hdsl_invocation = int((gl_GlobalInvocationID.z * hdsl_n.y + gl_GlobalInvocationID.y) * hdsl_n.x"
                 " + gl_GlobalInvocationID.x);",
                 "    int hdsl_scratch_base = hdsl_invocation * hdsl_scratch_words;"]
+        if self.loops:
+            # (after the scratch buffer, the launch binds a word that the invocations whose loops
+            # the driver cut short set: see `loop`)
+            header.append(f"layout(std430, binding = {binding + (self.scratch_base is not None)}) buffer "
+                          "hdsl_status_block { uint d[]; } hdsl_status;  // set when a loop was cut short")
+            header.append("uniform uint hdsl_kernel_code;  // which launch this is, for the report")
+            self.lines[0:0] = ["    bool hdsl_cut = false;"]
+            self.lines.append("    if (hdsl_cut) atomicMax(hdsl_status.d[0], hdsl_kernel_code);")
         if self.shared_words is not None:
             self.globals.append(f"shared uint hdsl_shared[{self.shared_size()}];")
         helpers = [HELPERS[h] for h in self.helpers]
@@ -305,7 +316,7 @@ class GlslCodeGen:
     # --- statements ---
     def bind(self, name: str, value: str, t: Type, const: bool = False) -> str:
         ident = self.names.fresh(name)
-        prec = "precise " if t.is_float() and not self.fast_math else ""
+        prec = self.precise_kw if t.is_float() and not self.fast_math else ""
         self.emit(f"{prec}{'const ' if const else ''}{self.type(t)} {ident} = {value};")
         if name in self.env:
             # a rebinding: values cached under the old meaning of the name are stale
@@ -398,13 +409,19 @@ class GlslCodeGen:
         lo = self.expr(s.min)
         ext = self.expr(s.extent)
         i = self.names.fresh(s.var + "_i")
-        # counted from 0 to extent: no overflow of min + extent, and no iteration for extent <= 0
-        self.open(f"for (int {i} = 0; {i} < {ext}; ++{i})")
+        # counted from 0 to extent: no overflow of min + extent, and no iteration for extent <= 0.
+        # The counter outlives the loop: a loop that stopped before its extent was cut short by the
+        # driver (llvmpipe ends every loop of an invocation after 65535 iterations of them all,
+        # silently), which the invocation reports in hdsl_status for the launch to raise
+        self.emit(f"int {i} = 0;")
+        self.open(f"for (; {i} < {ext}; ++{i})")
         ident = self.bind(s.var, f"{lo} + {i}", s.min.type)
         old = self.scoped(s.var, ident, s.min.type)
         self.stmt(s.body)
         self.restore(s.var, old)
         self.close()
+        self.emit(f"if ({i} < {ext}) hdsl_cut = true;")
+        self.loops = True
 
     def allocate(self, s: Allocate):
         memory = getattr(s, "memory", "heap")
@@ -530,7 +547,7 @@ class GlslCodeGen:
             self.restore(e.name, old)
             return r
         text = self.compute(e)
-        prec = "precise " if (e.type.is_float() or _float_compare(e)) and not self.fast_math else ""
+        prec = self.precise_kw if (e.type.is_float() or _float_compare(e)) and not self.fast_math else ""
         ident = self.expr_text(text, f"{prec}{self.type(e.type)}")
         self.cache[-1][id(e)] = (e, ident)
         return ident
@@ -662,12 +679,53 @@ class GlslCodeGen:
             z, o, w = args
             wt = e.args[2].type
             if not t.is_float():
-                raise self.unsupported(f"lerp of {t} values is not supported on OpenGL yet",
-                                       "lerp float values, or compute the stage on the CPU")
+                return self.integer_lerp(t, z, o, w, wt)
             if not wt.is_float():
                 w = f"(float({w}) / {literal(t, float(2 ** wt.bits - 1))})"
             return f"{z} * (1.0 - {w}) + {o} * {w}"
         raise self.unsupported(f"the built-in {name}() has no GLSL form yet")
+
+    def integer_lerp(self, t: Type, z: str, o: str, w: str, wt: Type) -> str:
+        """Halide's integer lerp (src/Lerp.cpp, as hdsl/interp/scalar.py's _lerp): the weight
+        scaled to t's width, then (p / 2^b + p) / 2^b of p = z * (max - w) + o * w + 2^(b-1),
+        in unsigned words with the carry of p kept by hand (p needs 2b + 1 bits)."""
+        if t.is_bool():
+            half = "0.5" if wt.is_float() else literal(wt, wt.max_value() // 2)
+            return f"{w} > {half} ? {o} : {z}"
+        bits = t.bits
+        if bits > 16:
+            raise self.unsupported(f"lerp of {t} values needs 64-bit products, which GLSL has not",
+                                   "lerp 8- or 16-bit integers or floats on OpenGL, or compute the stage on the CPU")
+        maxc = (1 << bits) - 1
+        bias = f" ^ {1 << (bits - 1)}u" if t.is_int() else ""       # (the signed range moved to unsigned)
+        zu = self.expr_text(f"(uint({z}){bias}) & {maxc}u", "uint")
+        ou = self.expr_text(f"(uint({o}){bias}) & {maxc}u", "uint")
+        if wt.is_float():
+            tw = self.expr_text(f"uint(int(trunc({literal(wt, float(maxc))} * {w}))) & {maxc}u", "uint")
+        elif wt.bits == bits:
+            tw = self.expr_text(f"uint({w})", "uint")
+        else:
+            diff = wt.bits - bits
+            left, shift, scale = abs(diff), min(bits, wt.bits), 1
+            while left:
+                scale = scale + (scale << shift)
+                left -= shift
+                shift *= 2
+            tw = self.expr_text(f"(uint({w}) * {scale & 0xFFFFFFFF}u) & {maxc}u" if diff < 0
+                                else f"uint({w}) / {scale}u", "uint")
+        a = self.expr_text(f"{zu} * ({maxc}u - {tw})", "uint")
+        b = self.expr_text(f"{ou} * {tw}", "uint")
+        p = self.expr_text(f"{a} + {b}", "uint")
+        c1 = self.expr_text(f"{p} < {a} ? 1u : 0u", "uint")
+        p2 = self.expr_text(f"{p} + {1 << (bits - 1)}u", "uint")
+        c2 = self.expr_text(f"{c1} + ({p2} < {p} ? 1u : 0u)", "uint")        # p = c2 * 2^32 + p2
+        q = self.expr_text(f"({c2} << {32 - bits}u) | ({p2} >> {bits}u)", "uint")      # p / 2^b
+        s = self.expr_text(f"{p2} + {q}", "uint")
+        c3 = self.expr_text(f"{c2} + ({s} < {p2} ? 1u : 0u)", "uint")       # p + q = c3 * 2^32 + s
+        r = f"(({c3} << {32 - bits}u) | ({s} >> {bits}u)) & {maxc}u"
+        if t.is_int():
+            return normalize(t, f"int(({r}){bias})")
+        return r
 
 
 @dataclass(frozen=True)
@@ -679,6 +737,18 @@ class _Mem:
     type: Type
     kind: str
     base: str | None = None
+
+
+def inline(x: Expr, lets: dict) -> Expr:
+    """x with the kernel's lets (name -> value) substituted, to a fixed point."""
+    from hdsl.ir.expr import free_vars, subst_vars
+    from hdsl.ir.simplify import simplify
+    for _ in range(64):
+        names = [n for n in free_vars(x) if n in lets]
+        if not names:
+            break
+        x = simplify(subst_vars(x, {n: lets[n] for n in names}))
+    return x
 
 
 def _local_bounds(kernel: Kernel) -> dict:
@@ -694,14 +764,6 @@ def _local_bounds(kernel: Kernel) -> dict:
     from hdsl.lower.symbolic import expr_bounds
     scalars = {a.name for a in kernel.args if a.kind == "scalar"}
     out: dict = {}
-
-    def inline(x: Expr, lets: dict) -> Expr:
-        for _ in range(64):
-            names = [n for n in free_vars(x) if n in lets]
-            if not names:
-                break
-            x = simplify(subst_vars(x, {n: lets[n] for n in names}))
-        return x
 
     def visit(s: Stmt, lets: dict, ranges: dict):
         if isinstance(s, LetStmt):
@@ -784,17 +846,22 @@ class GlslKernel:
     buffers: tuple
     group_size: tuple
     scratch: Expr | None = None
+    loops: bool = False
+    fragment: object = None      # a fragment shader's FragmentLayout (hdsl/codegen/glsl_fragment.py)
 
 
 def compile_kernel(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,
                    shared_bytes: int | None = None) -> GlslKernel:
     """The compute shader for `kernel` (threads, shared_bytes: the launch's block size and shared
     memory, when the kernel's are not constants)."""
+    if getattr(kernel, "fragment", ()):
+        from hdsl.codegen.glsl_fragment import compile_fragment
+        return compile_fragment(kernel, fast_math)
     cg = GlslCodeGen(kernel, fast_math, threads, shared_bytes)
     source = cg.generate()
     scratch = scratch_words(kernel, cg.local_bounds) if cg.scratch_base is not None else None
     return GlslKernel(kernel.name, source, cg.uniforms, tuple(a for a in kernel.args if a.kind == "buffer"),
-                      cg.group_size(), scratch)
+                      cg.group_size(), scratch, cg.loops)
 
 
 def kernel_source(kernel: Kernel, fast_math: bool = False, threads: tuple[int, ...] | None = None,
@@ -809,9 +876,16 @@ def glsl_listing(stmt: Stmt, pipeline: str) -> str:
     listing says so and shows the shader for 1 thread (or no shared memory) there."""
     from hdsl.ir.printer import expr_str
     from hdsl.lower.gpu import kernels_of
-    parts = [f"// pipeline {pipeline}: {len(kernels_of(stmt))} OpenGL compute shader(s), generated by hdsl"]
-    for lk in kernels_of(stmt):
+    ks = kernels_of(stmt)
+    frag = sum(1 for lk in ks if lk.kernel.fragment)
+    parts = [f"// pipeline {pipeline}: {len(ks) - frag} OpenGL compute shader(s) and {frag} fragment shader(s) "
+             "(OpenGL ES 3.0), generated by hdsl"]
+    for lk in ks:
         k = lk.kernel
+        if k.fragment:
+            parts.append(f"// rendered over ({', '.join(expr_str(g) for g in lk.grid)}) fragments (x, y) into an "
+                         "RGBA texture, its channels in the components\n" + kernel_source(k))
+            continue
         notes = [f"// launched over a grid of ({', '.join(expr_str(g) for g in lk.grid)}) work groups"]
         threads = []
         for e in k.threads:
@@ -829,6 +903,61 @@ def glsl_listing(stmt: Stmt, pipeline: str) -> str:
     return "\n\n".join(parts)
 
 
+# OpenGL 4.3's least limits on a work group (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS and _SIZE),
+# used where no context exists to ask
+MIN_GROUP_INVOCATIONS = 1024
+MIN_GROUP_SIZE = (1024, 1024, 64)
+
+
+def group_limits() -> tuple[int, tuple]:
+    """(invocations per work group, sizes per dimension) of this machine's OpenGL, queried once
+    where a context can be made, else OpenGL 4.3's minimums."""
+    global _LIMITS
+    if _LIMITS is None:
+        try:
+            from hdsl.runtime.opengl import context
+            c = context()
+            _LIMITS = (c.max_group_invocations, tuple(c.max_group_size))
+        except Exception:       # (no OpenGL here: compiling still works, against the minimums)
+            _LIMITS = (MIN_GROUP_INVOCATIONS, MIN_GROUP_SIZE)
+    return _LIMITS
+
+
+_LIMITS = None
+
+
+def check_group_size(k: Kernel, schedule) -> None:
+    """A kernel whose constant work group is larger than OpenGL allows is an error at the
+    gpu_tile / gpu_threads directive that made its thread loops (sizes known only at launch are
+    checked there)."""
+    from hdsl.ir.stmt import children
+    from hdsl.lower.gpu import _directive
+    sizes = [int(t.value) if isinstance(t, Const) else None for t in k.threads]
+    if not sizes or any(n is None for n in sizes):
+        return
+    most, per = group_limits()
+    total = 1
+    for n in sizes:
+        total *= n
+    over = [d for d, (n, m) in enumerate(zip(sizes, per)) if n > m]
+    if total <= most and not over:
+        return
+    var = None
+    stack = [k.body]
+    while stack and var is None:
+        s = stack.pop()
+        if isinstance(s, For) and s.kind == "gpu_thread":
+            var = s.var
+        stack.extend(children(s))
+    d = _directive(schedule, var) if var is not None else None
+    shape = "x".join(map(str, sizes))
+    what = (f"{total} invocations, more than the {most} this OpenGL allows" if total > most else
+            f"{sizes[over[0]]} along {'xyz'[over[0]]}, more than the {per[over[0]]} this OpenGL allows there")
+    raise HdslError(f"work groups of {shape} threads are {what}", d.span if d is not None else None,
+                    "use smaller gpu_tile / gpu_threads factors (OpenGL 4.3 promises 1024 invocations, "
+                    "1024x1024x64)")
+
+
 def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
     """Generate every kernel's shader once at compile time (for one thread and no shared memory
     where those are decided at launch), so that what GLSL cannot do is an error before anything
@@ -837,12 +966,19 @@ def check_kernels(stmt: Stmt, pipeline, schedule) -> None:
     from hdsl.lower.gpu import kernels_of
     for lk in kernels_of(stmt):
         k = lk.kernel
+        if not k.fragment:
+            check_group_size(k, schedule)
         try:
             kernel_source(k, threads=tuple(int(t.value) if isinstance(t, Const) else 1 for t in k.threads),
                           shared_bytes=int(k.shared_bytes.value) if isinstance(k.shared_bytes, Const) else 0)
         except GlslUnsupported as e:
             f = next((f for f in pipeline.funcs if f.name == e.func), None) if e.func else None
             span = f.span if f is not None and f.span is not None else (schedule.span if schedule else None)
+            if k.fragment:
+                # (the fragment path's limits are the directive's: the error is there)
+                from hdsl.lower.fragment import glsl_directives
+                d = glsl_directives(schedule).get(k.fragment[0])
+                span = d.span if d is not None and d.span is not None else span
             d = e.diagnostics[0]
             what = f"'{e.func}' runs on OpenGL: " if f is not None else ""
             raise HdslError(Diagnostic(what + d.message, span, d.hint)) from None

@@ -39,6 +39,8 @@ MEANING = {
     "fold_storage": "keep only `n` slices of dimension `v` (addressed modulo `n`) of a Func stored outside the "
                     "serial loop it slides in; a window wider than `n` is an error (at compile time when constant, "
                     "else at run time)",
+    "glsl": "OpenGL's fragment path (--target opengl): one fragment per (x, y), up to four channels `c` "
+            "(a constant extent: bound it) in one RGBA texel, as an OpenGL ES 3.0 fragment shader",
 }
 
 # argument kinds (record.py's SIGNATURES) that name an existing loop or dimension, and a new one

@@ -41,6 +41,8 @@ class Kernel:
     body: object            # Stmt
     threads: tuple          # (Expr, ...), x first
     shared_bytes: Expr
+    # OpenGL's fragment path (a Func scheduled glsl(x, y, c)): (Func, channel loop var or "")
+    fragment: tuple = ()
 
     def with_body(self, body, threads=None, shared_bytes=None) -> "Kernel":
         return replace(self, body=body, threads=self.threads if threads is None else threads,

@@ -352,6 +352,13 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
             # (the loops' GPU dims come from their nesting: see hdsl/lower/gpu.py)
             for v in a:
                 shape.kinds[shape.internal[v]] = GPU_BLOCK if d.name == "gpu_blocks" else GPU_THREAD
+        elif d.name == "glsl":
+            # OpenGL's fragment path: channels innermost, a "block" per (x, y) (the fragment
+            # shader's generator, hdsl/codegen/glsl.py, renders them; lower.py marks the kernel)
+            if len(a) == 3:
+                shape.reorder([a[2], a[0], a[1]])
+            for v in a[:2]:
+                shape.kinds[shape.internal[v]] = GPU_BLOCK
         elif d.name in ("memoize", "estimate", "reorder_storage", "update", "rfactor"):
             pass
         else:

@@ -341,6 +341,9 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
     stmt = run("partition_loops", partition_loops, stmt)
     stmt = run("hoist_invariants", hoist_invariants, stmt)
     stmt = run("outline_kernels", outline_kernels, stmt, target.device, entry_symbols(p), p.name)
+    if target.device == "opengl":
+        from hdsl.lower.fragment import mark_fragments
+        stmt = mark_fragments(stmt, sched)
     stmt = run("device_copies", device_copies, stmt, [f.name for f in p.outputs])
     low = Lowered(stmt, p, stages, timings)
     low.shifted = info.get("shifted", set())

@@ -37,6 +37,10 @@ from hdsl.diagnostics import HdslError
 from hdsl.runtime.device import Device
 
 _EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
+# Mesa's llvmpipe ends every loop of a shader invocation once 65535 iterations of all its loops
+# have run (LP_MAX_TGSI_LOOP_ITERATIONS, gallivm/lp_bld_limits.h, "shared between every loop"),
+# with no error: the shaders detect it (codegen/glsl.py) and the launch raises
+LLVMPIPE_LOOP_LIMIT = 65535
 _INSTALL_HINT = ("install PyOpenGL (pip install 'hdsl[opengl]') and Mesa's EGL and OpenGL drivers "
                  "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libgl1 "
                  "libglx-mesa0), or run on another target (--target host)")
@@ -82,6 +86,8 @@ class Context:
         self.lock = threading.RLock()
         self.programs: dict[str, int] = {}
         self._scratch: tuple[int, int] | None = None      # (buffer, bytes)
+        self._status: int | None = None                   # see status()
+        self._launched: list[str] = []                    # kernels with loops since check_loops()
         self.renderer = GL.glGetString(GL.GL_RENDERER).decode(errors="replace")
         self.version = GL.glGetString(GL.GL_VERSION).decode(errors="replace")
         major = GL.glGetIntegerv(GL.GL_MAJOR_VERSION)
@@ -93,6 +99,8 @@ class Context:
         self.max_group_count = tuple(int(GL.glGetIntegeri_v(GL.GL_MAX_COMPUTE_WORK_GROUP_COUNT, i)[0])
                                      for i in range(3))
         self.max_shared_bytes = int(GL.glGetIntegerv(GL.GL_MAX_COMPUTE_SHARED_MEMORY_SIZE))
+        self.max_texture_size = int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE))
+        self.max_texture_units = int(GL.glGetIntegerv(GL.GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS))
 
     def use(self):
         """A context manager: the lock held and this context current on the calling thread."""
@@ -119,6 +127,35 @@ class Context:
                 GL.glDeleteBuffers(1, [self._scratch[0]])
             self._scratch = (_buffer(GL, max(nbytes, 4)), max(nbytes, 4))
         return self._scratch[0]
+
+    def status(self, GL, kernel: str) -> tuple[int, int]:
+        """(the word kernels set when the driver cut one of their loops short, the code this
+        launch of `kernel` sets there). It is read lazily, by check_loops() before the next copy
+        to the host: reading it after every launch would wait for each kernel."""
+        if self._status is None:
+            self._status = _buffer(GL, 4)
+            _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
+        self._launched.append(kernel)
+        return self._status, len(self._launched)
+
+    def check_loops(self, GL):
+        """Raise if a kernel launched since the last check had a loop cut short (then clear)."""
+        if not self._launched:
+            return
+        word = np.zeros(1, np.uint32)
+        _download(GL, word.ctypes.data, self._status, 4)
+        launched, self._launched = self._launched, []
+        if word[0]:
+            _upload(GL, self._status, np.zeros(1, np.uint32).ctypes.data, 4)
+            raise self.loops_cut_error(launched[int(word[0]) - 1] if int(word[0]) <= len(launched) else "?")
+
+    def loops_cut_error(self, kernel: str) -> HdslError:
+        return HdslError(f"kernel '{kernel}' runs more loop iterations in one invocation than this OpenGL "
+                         f"({self.renderer}) carries out: it ended the loops early and the results are wrong "
+                         f"(llvmpipe stops every loop of an invocation after {LLVMPIPE_LOOP_LIMIT} iterations "
+                         "of them all)", None,
+                         "give each GPU thread (or fragment) less work: larger gpu_blocks/gpu_threads extents, "
+                         "compute the Funcs inside the kernel at the block (shared memory), or at the root")
 
     def program(self, source: str, kernel: str) -> int:
         """The linked compute program for `source` (compiled once per context)."""
@@ -296,6 +333,7 @@ class DeviceBuffer:
             self.handle = _buffer(self.ctx.GL, self.host.nbytes)
         if self.host_dirty:
             _upload(self.ctx.GL, self.handle, self.host.ctypes.data, self.host.nbytes)
+            _touched(self.ctx, self.handle)
             self.host_dirty = False
             self.copies_in += 1
         return self.handle
@@ -304,6 +342,7 @@ class DeviceBuffer:
         self.device_dirty = True
 
     def to_host(self) -> np.ndarray:
+        self.ctx.check_loops(self.ctx.GL)
         if self.device_dirty:
             _download(self.ctx.GL, self.host.ctypes.data, self.handle, self.host.nbytes)
             self.copies_out += 1
@@ -315,6 +354,12 @@ class DeviceBuffer:
             with self.ctx.use() as GL:
                 GL.glDeleteBuffers(1, [self.handle])
             self.handle = None
+
+
+def _touched(ctx: Context, handle: int):
+    """A storage buffer changed: a fragment stage's texture of it must be made again."""
+    from hdsl.runtime.opengl_fragment import textures
+    textures(ctx).touched(handle)
 
 
 # --- launching kernels --------------------------------------------------------------------
@@ -346,6 +391,10 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
         gk = compile_kernel(kernel, fast_math, threads, shared_bytes)
         if shaders is not None:
             shaders[key] = (kernel, gk)      # (the kernel kept alive: its id stays its own)
+    if gk.fragment is not None:
+        from hdsl.runtime.opengl_fragment import render
+        render(ctx, kernel, gk, grid, buffers, scalars)
+        return
     sizes = gk.group_size
     n_threads = sizes[0] * sizes[1] * sizes[2]
     if n_threads > ctx.max_group_invocations or any(s > m for s, m in zip(sizes, ctx.max_group_size)):
@@ -366,6 +415,12 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
             _uniform(GL, GL.glGetUniformLocation(prog, "hdsl_scratch_words"), I32, per)
             words = per * n_threads * groups[0] * groups[1] * groups[2]
             GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers), ctx.scratch(GL, words * 4))
+        if gk.loops:
+            status, code = ctx.status(GL, kernel.name)
+            GL.glBindBufferBase(GL.GL_SHADER_STORAGE_BUFFER, len(gk.buffers) + (gk.scratch is not None), status)
+            loc = GL.glGetUniformLocation(prog, "hdsl_kernel_code")
+            if loc >= 0:
+                GL.glUniform1ui(loc, code)
         if all(g > 0 for g in groups):
             # grids beyond the driver's largest dispatch in chunks, each told its first group
             base_loc = GL.glGetUniformLocation(prog, "hdsl_group_base")
@@ -382,6 +437,7 @@ def launch(kernel, grid, buffers: dict, scalars: dict, threads=None, fast_math: 
         for a in gk.buffers:
             if a.access != "r":
                 buffers[a.name].written_on_device()
+                _touched(ctx, buffers[a.name].to_device())
 
 
 def _evaluate(e, scalars: dict) -> int:
@@ -443,9 +499,11 @@ class OpenGLDevice(Device):
     def copy_to_device(self, handle: int, host: int, nbytes: int) -> None:
         with self.ctx.use() as GL:
             _upload(GL, handle, host, nbytes)
+        _touched(self.ctx, handle)
 
     def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
         with self.ctx.use() as GL:
+            self.ctx.check_loops(GL)
             _download(GL, host, handle, nbytes)
 
     def launch(self, kernel, host_fn, grid, threads, shared_bytes, args) -> None:

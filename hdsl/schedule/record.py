@@ -48,6 +48,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
     "rfactor": [["rvar", "new"]],
     "tile_iir": [["dim", "int"]],
     "fold_storage": [["dim", "int"]],
+    "glsl": [["var", "var"], ["var", "var", "var"]],
 }
 USAGE = {
     "compute_root": "compute_root()", "compute_inline": "compute_inline()", "store_root": "store_root()",
@@ -62,6 +63,7 @@ USAGE = {
     "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h) or gpu_tile(x, y, xo, yo, xi, yi, w, h)",
     "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
     "fold_storage": "fold_storage(v, n)",
+    "glsl": "glsl(x, y, c) or glsl(x, y)",
 }
 # a split's optional last argument: how its last, partial tile is computed (Halide's
 # TailStrategy; without one, Halide's Auto: shift_inwards for pure definitions, guard_with_if
@@ -69,7 +71,7 @@ USAGE = {
 TAILS = ("round_up", "guard_with_if", "shift_inwards")
 TAILED = {"split", "tile", "gpu_tile", "vectorize", "unroll", "parallel"}
 PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
-             "reorder_storage", "bound", "estimate", "tile_iir", "fold_storage"}
+             "reorder_storage", "bound", "estimate", "tile_iir", "fold_storage", "glsl"}
 # the Funcs tile_iir makes of filter update(k) of f, named f.<stage>k (lower/tile_iir.py)
 TILE_STAGE = r"(weights|intra|last|tail|final|tiled)(\d+)"
 
@@ -442,6 +444,26 @@ class _Recorder:
                          at(0), f"{name} names a Func that reads '{f.name}': "
                          + (", ".join(users) if users else "none does"))
             self.pending.append((f, Directive(name, args, call.span, stage), call))
+        elif name == "glsl":
+            # OpenGL's fragment path (hdsl/codegen/glsl.py): a fragment per (x, y) of the Func's
+            # own dims, its channels c (the innermost loop) in one RGBA texel
+            for k, a in enumerate(args):
+                if a not in f.args:
+                    el.error(f"glsl() takes the dims of '{f.name}' ({', '.join(f.args)}), not the loop '{a}'",
+                             at(k), "write glsl(x, y, c) before any split of those dims")
+            if len(set(args)) != len(args):
+                el.error("glsl() names a dim twice", call.func.name_span, f"write {USAGE[name]}")
+            if f.updates:
+                scatter = [i for i, u in enumerate(f.updates)
+                           if not all(isinstance(u.args[f.args.index(a)], Var) and u.args[f.args.index(a)].name == a
+                                      for a in args[:2])]
+                el.error(f"the fragment path renders one value per fragment, but '{f.name}' has update "
+                         "definitions" + (f" (update({scatter[0]}) writes other points than its own (x, y): a "
+                                          "reduction scattered across fragments)" if scatter else ""),
+                         call.func.name_span, f"compute '{f.name}' with gpu_tile(...) (the compute path), "
+                         "which runs updates, or on the CPU")
+            if len(args) == 3 and all(a in v for a in args):
+                self._reorder(st, [args[2], args[0], args[1]], call)
         elif name == "tile_iir":
             # the rdom is named '<name>.iir<k>' after the Func's name when .iir ran, which a
             # Func made in a fn no longer has (it is renamed when bound: 'g.yvv_u')
@@ -603,7 +625,7 @@ def _same(a, b) -> bool:
     return intern(a) is intern(b)
 
 
-GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile")
+GPU_DIRECTIVES = ("gpu_blocks", "gpu_threads", "gpu_tile", "glsl")
 GPU_SCHEDULES = ("cuda", "opengl")      # chosen by compiling for that target, never for the CPU
 
 
@@ -620,6 +642,12 @@ def refuse_unsupported(sched: Schedule | None, target) -> None:
             if sched.name in GPU_SCHEDULES else
             "keep GPU directives in a `schedule cuda { ... }` block; for the CPU use tile(...), parallel(...) "
             "and vectorize(...)")
+    for ds in sched.directives.values():
+        for d in ds:
+            if d.name == "glsl" and target.is_gpu and target.device != "opengl":
+                found.append(Diagnostic(f"'glsl' is OpenGL's fragment path, which target '{target}' does not have",
+                                        d.span, "compile for --target opengl, or map the Func with "
+                                        "gpu_tile(...) for this target"))
     for ds in sched.directives.values() if not target.is_gpu else ():
         for d in ds:
             if d.name in GPU_DIRECTIVES:

@@ -483,15 +483,24 @@ AVOIDABLE = {
 }
 
 
+def _renderable(t) -> bool:
+    """An element type the fragment path has a texture format for."""
+    return t.is_bool() or (t.is_float() and t.bits == 32) or (t.is_integral() and t.bits <= 32)
+
+
 def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
              output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None,
-             gpu: bool = False, gpu_valid: bool = False) -> Generated:
+             gpu: bool = False, gpu_valid: bool = False, fragment: bool = False) -> Generated:
     """A random valid schedule. `exclude` names directives (DIRECTIVES, "rfactor", "bound",
     "reorder_storage") or choices (AVOIDABLE) not to generate: only for hunting bugs past known
     ones, the tests exclude nothing. `output_sizes` (output name -> the size realized) and
     `bound_box` ((min, extent) for every dimension of an intermediate) allow `bound`; `gpu`
-    adds GPU directives (the first materialised Func always gets one)."""
+    adds GPU directives (the first materialised Func always gets one). `fragment` (with
+    gpu_valid, for OpenGL): a pure 2-D Func of one 8/16/32-bit value at the root may instead be
+    rendered by OpenGL's fragment path, `glsl(x, y)` as its only loop directive (nothing is
+    computed inside its loops: a fragment has no shared memory)."""
     out = Generated()
+    rendered: set[int] = set()               # id(Func) of the glsl(...) ones
     if gpu_valid:
         exclude = tuple(exclude) + ("vectorize", "unroll", "parallel", "rfactor", "tile_iir", "store")
     directives = tuple(d for d in DIRECTIVES if d not in exclude)
@@ -503,6 +512,8 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
         """What a Func computed at loop v of G runs in (None: it may not be computed there)."""
         if ctx.get(id(G)) == "thread":
             return "thread"
+        if id(G) in rendered:
+            return None
         loops = pure_loops(G)
         kinds = [l.kind for l in loops]
         i = index(G, v)
@@ -645,6 +656,17 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 loops = [Loop(RVar(u.rdom, k).name, ((k,),)) for k in range(len(u.rdom.bounds))]
             loops += [Loop(a.name) for a in u.args if isinstance(a, Var)]
             sts.append(Stage(inf.sname, i, loops))
+        if (fragment and ctx[id(f)] == "host" and lv.kind == "root" and not inf.has_updates
+                and len(f.args) == 2 and len(f.values) == 1 and _renderable(f.values[0].type) and ch.bool(50)):
+            rendered.add(id(f))
+            sts[0].lines = [f"glsl({f.args[0]}, {f.args[1]})"]
+            for l in sts[0].loops:
+                l.kind = "gpu_block"
+            out.lines += [f"{sts[0].prefix()}.{d}" for d in sts[0].lines]
+            stages[id(f)] = sts
+            if lv.kind == "root" and not inf.is_output:
+                out.lines.append(f"{inf.sname}.compute_root()")
+            continue
         for st in sts:
             st.exclude = exclude
             for _ in range(ch.int(0, max_directives)):

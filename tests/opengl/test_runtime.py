@@ -137,3 +137,43 @@ def test_sibling_lets_of_one_name_do_not_share_values(gl):
     k = _one_thread(body, (KernelArg("out", I32, "buffer", "w"),))
     out = opengl.run_kernel(k, (1,), {"out": np.zeros(2, np.int32)})["out"]
     assert out.tolist() == [2, 10]
+
+
+BIG_GROUP = """pipeline biggroup
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    out(x, y) = img(x, y) + 1
+}
+schedule opengl {
+    out.gpu_tile(x, y, xi, yi, {w}, {h})
+}
+"""
+
+
+@pytest.mark.parametrize("w,h,says", [(32, 16, "512 invocations, more than the 256"),
+                                      (1, 128, "128 along y, more than the 64")])
+def test_work_group_limits_are_errors_at_the_directive(gl, tmp_path, w, h, says):
+    """Checked when the pipeline is compiled, against the limits queried once from the context,
+    at the gpu_tile directive, not at launch. llvmpipe allows 1024 invocations (1024x1024x64),
+    which the GPU lowering's own 1024-thread rule already covers: a smaller driver's limits
+    (256 invocations, 64 along y, as OpenGL ES 3.1's minimums are 128 and 128x128x64) are
+    set for the check here."""
+    from hdsl.codegen import glsl
+    old = glsl._LIMITS
+    glsl._LIMITS = (256, (256, 64, 64))
+    path = tmp_path / "b.hl"
+    path.write_text(BIG_GROUP.replace("{w}", str(w)).replace("{h}", str(h)))
+    try:
+        with pytest.raises(hdsl.HdslError) as e:
+            hdsl.load(path).compile("opengl")
+    finally:
+        glsl._LIMITS = old
+    d = e.value.diagnostics[0]
+    assert says in d.message
+    assert d.span is not None and d.span.line == 8       # the gpu_tile line
+
+
+def test_group_limits_come_from_the_context(gl):
+    from hdsl.codegen import glsl
+    assert glsl.group_limits() == (gl.max_group_invocations, tuple(gl.max_group_size))
