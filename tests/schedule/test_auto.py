@@ -219,3 +219,14 @@ def test_the_pyramid_rules_equal_the_evaluator(w, h):
     img = np.random.default_rng(w).random((h, w)).astype(np.float32)
     c = p.compile("host", schedule="auto")
     assert _equal(c(img=img), p(img=img))
+
+
+def test_an_updates_channels_run_inside_its_reduction():
+    """bilateral_grid's histogram(x, y, zi, c) += ... over an 8x8 rdom r: by default its loops
+    are c outermost, then y, x, and r innermost, so each of the two channels sweeps the image
+    and the parallel loop starts once per channel. The rule puts the channel-like pure dim c
+    (2 wide) innermost, the rdom inside the large pure dims, and y in parallel: the order of
+    Halide's hand-written schedule (bilateral_grid_generator.cpp, line 132), which hdsl's
+    checks accept for an update whose pure dims are written at pure positions."""
+    genes = auto_genes(hdsl.load(EX / "bilateral_grid.hl").ir)
+    assert "histogram.update(0).reorder(c, r.x, r.y, x, y).parallel(y)" in genes["histogram"]
