@@ -199,7 +199,10 @@ def markdown(res: dict) -> str:
            f"halide {m['versions']['halide']}. Median ms per run (interleaved runs); hdsl's float apps with "
            "`fast_math` (FMA allowed, as Halide by default)."
            + (" A --quick run: small sizes, few runs (a smoke test, not a measurement)." if res["quick"] else "")
-           + f" Load average when it ended: {res['load']:.1f}.", "",
+           + (f" Load average when it ended: {res['load']:.1f}." if "runs" not in res else
+              " Measured in separate runs, each app's implementations interleaved in its run: "
+              + "; ".join(f"{', '.join(r['apps'])} at {r['date']}, load average {r['load']:.1f} when it ended"
+                          for r in res["runs"]) + "."), "",
            "| app | size | hdsl auto | hdsl hand | hdsl tuned | Halide Adams2019 | Halide Mullapudi2016 | "
            "Halide hand | auto / hand (target <= 1.2) | auto / best Halide auto (<= 1.0) |",
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -220,6 +223,28 @@ def markdown(res: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def combine(paths: list[Path], out: Path) -> int:
+    """One table from several runs' autosched.json (each app measured, interleaved, in its run)."""
+    runs = [json.loads(p.read_text()) for p in paths]
+    res = dict(runs[0])
+    cases = {c["name"]: c for r in runs for c in r["cases"]}
+    res["cases"] = [cases[n] for n in APPS if n in cases]
+    res["quick"] = any(r["quick"] for r in runs)
+    res["load"] = max(r["load"] for r in runs)
+    res["judged"] = judge(res["cases"])
+    res["runs"] = [dict(apps=[c["name"] for c in r["cases"]], date=r["machine"]["date"], load=r["load"]) for r in runs]
+    return write(res, out)
+
+
+def write(res: dict, out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "autosched.json").write_text(json.dumps(res, indent=1, default=str))
+    md = markdown(res)
+    (out / "AUTOSCHED.md").write_text(md)
+    print(md)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few runs (a smoke test)")
@@ -230,7 +255,12 @@ def main(argv=None) -> int:
                          "only; the best is kept in benchmarks/tuned/APP.sched and measured by later runs")
     ap.add_argument("--tune-apps", default=",".join(APPS))
     ap.add_argument("--out", default=str(HERE))
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="write the table from the autosched.json of earlier runs (of different apps) instead "
+                         "of measuring")
     args = ap.parse_args(argv)
+    if args.combine:
+        return combine([Path(j) for j in args.combine], Path(args.out))
     reps = args.reps or (3 if args.quick else 15)
     res = dict(machine=bench.machine(), quick=args.quick, cases=[])
     for name in args.apps.split(","):
@@ -240,13 +270,7 @@ def main(argv=None) -> int:
     res["judged"] = judge(res["cases"])
     import os
     res["load"] = os.getloadavg()[0]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "autosched.json").write_text(json.dumps(res, indent=1, default=str))
-    md = markdown(res)
-    (out / "AUTOSCHED.md").write_text(md)
-    print(md)
-    return 0
+    return write(res, Path(args.out))
 
 
 if __name__ == "__main__":
