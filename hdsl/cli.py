@@ -437,7 +437,7 @@ def cmd_tune(args) -> int:
     expected = expected if isinstance(expected, tuple) else (expected,)
     best, history = tune(p.ir, text, args.file, inputs, params, sizes if len(sizes) > 1 else sizes[0], expected,
                          trials=args.trials, minutes=args.minutes, seed=args.seed, limit_s=args.timeout,
-                         progress=progress_line(args.trials))
+                         progress=progress_line(args.trials), file_seeds=not args.no_file_seeds)
     print(file=sys.stderr)
     if best is None or best.time_ms == float("inf"):
         reasons = sorted({r.why for r in history})[:3]
@@ -585,6 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the time limit of one candidate (compile, check and runs; default 60 s)")
     tu.add_argument("--seed", type=int, default=0, metavar="N", help="the search's random seed (default 0)")
     tu.add_argument("--name", default="tuned", metavar="BLOCK", help="the written block's name (default tuned)")
+    tu.add_argument("--no-file-seeds", action="store_true",
+                    help="start from the automatic schedule only, not from the file's schedule blocks")
     tu.set_defaults(fn=cmd_tune)
     pg = sub.add_parser("playground", help="serve the playground: edit, run and inspect programs in a "
                                            "browser (needs pip install 'hdsl[playground]')")

@@ -97,3 +97,34 @@ def test_app_rows_are_judged_on_every_column(monkeypatch):
                     q["ratio"] = strict if q["hdsl_mode"] == "strict" else fast
         row = re.search(r"^\| camera_pipe \| (.*) \|$", run.markdown(res), re.M).group(1).split(" | ")
         assert row == [f"{host[0]:.2f}", f"{host[1]:.2f}", f"{wide[0]:.2f}", f"{wide[1]:.2f}", "1.0", met]
+
+
+def test_autosched_combine_judges_the_targets_from_several_runs(tmp_path):
+    """benchmarks/autosched.py --combine: one table from runs of different apps; an app measured
+    again in a later run replaces the earlier one; the targets are judged from the medians
+    (auto / hand <= 1.2 on every app; auto <= best Halide autoscheduler; tuned <= hand)."""
+    def case(name, auto, hand, adams, mull, tuned=None):
+        res = [dict(impl="hdsl auto", median_ms=auto), dict(impl="hdsl hand", median_ms=hand),
+               dict(impl="Halide Adams2019", median_ms=adams), dict(impl="Halide Mullapudi2016", median_ms=mull),
+               dict(impl="Halide hand", median_ms=hand)]
+        if tuned is not None:
+            res.append(dict(impl="hdsl tuned", median_ms=tuned))
+        return dict(name=name, size=[64, 32], results=res)
+    machine = dict(date="d", cpu="c", cores=2, threads=2, versions=dict(halide="x"))
+    a = dict(machine=machine, quick=False, load=3.0, cases=[case("blur", 1.0, 1.0, 2.0, 3.0, 0.9),
+                                                            case("unsharp", 9.0, 1.0, 1.0, 1.0)])
+    b = dict(machine=machine, quick=False, load=5.0, cases=[case("unsharp", 1.1, 1.0, 1.2, 0.5, 1.2)])
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "autosched.py"), "--combine",
+                        str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    j = json.loads((tmp_path / "out" / "autosched.json").read_text())["judged"]
+    rows = {row["app"]: row for row in j["rows"]}
+    assert rows["unsharp"]["auto"] == 1.1                       # b's measurement, not a's
+    assert j["every_within_1_2"] is True
+    assert j["beats_halide_on"] == 1                           # blur (1.0 <= 2.0); unsharp 1.1 > 0.5
+    assert j["tuned_reaching_hand"] == 1 and j["tuned_target_met"] is False
+    md = (tmp_path / "out" / "AUTOSCHED.md").read_text()
+    assert "blur, unsharp at d, load average 3.0" in md and "unsharp at d, load average 5.0" in md

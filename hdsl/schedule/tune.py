@@ -169,14 +169,14 @@ def _where(lines: list[str]) -> str:
 
 # ---- the worker: compile, check, time ------------------------------------------------------------
 
-def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs):
+def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs, target="host"):
     try:
         from hdsl.api import Pipeline as Api
         from hdsl.frontend.elaborate import check_source
         ir = check_source(source + "\n" + block, filename)
         name = re.match(r"(?:#[^\n]*\n)*schedule (\w+)", block).group(1)
         api = Api(ir)
-        c = api.compile("host", schedule=name)
+        c = api.compile(target, schedule=name)
         got = c.realize(sizes, **inputs, **params)
         got = got if isinstance(got, tuple) else (got,)
         for g, e in zip(got, expected):
@@ -195,11 +195,12 @@ def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs
         conn.send(("crashed", f"{type(e).__name__}: {e}"))
 
 
-def measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s) -> tuple[str, object]:
+def measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s,
+            target: str = "host") -> tuple[str, object]:
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, source, filename, block, inputs, params, sizes, expected,
-                                             runs))
+                                             runs, target))
     proc.start()
     child.close()
     if parent.poll(limit_s):
@@ -221,10 +222,17 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
 
 def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expected, *, trials: int = 40,
          minutes: float | None = None, population: int = 8, elite: int = 2, seed: int = 0, runs: int = 5,
-         limit_s: float = 60.0, progress=None) -> tuple[Result, list[Result]]:
-    """The best schedule found within the budget, and every candidate measured (in order)."""
+         limit_s: float = 60.0, progress=None, file_seeds: bool = True,
+         target: str = "host") -> tuple[Result, list[Result]]:
+    """The best schedule found within the budget, and every candidate measured (in order).
+    file_seeds=False leaves the file's own schedule blocks out of the first generation (the
+    search starts from the automatic schedule alone: how a file without a schedule is tuned,
+    and how benchmarks/autosched.py judges the search against the hand-written schedule).
+    target: a CPU target, with its features (host-fast_math)."""
+    from hdsl.target import parse_target
+    base = parse_target(target).base
     rng = random.Random(seed)
-    space = Space(p, "host", rng)
+    space = Space(p, base, rng)
     deadline = time.monotonic() + minutes * 60 if minutes else math.inf
     seen: dict[str, Result] = {}
     history: list[Result] = []
@@ -234,7 +242,7 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         if text in seen:
             return seen[text]
         block = block_text(text, "hdsl_tune_candidate")
-        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s)
+        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s, target)
         r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
                    origin)
         seen[text] = r
@@ -246,8 +254,8 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
     def budget_left() -> bool:
         return len(history) < trials and time.monotonic() < deadline
 
-    seeds = [("auto", auto_genes(p, "host"))]
-    for name, sched in p.schedules.items():
+    seeds = [("auto", auto_genes(p, base))]
+    for name, sched in (p.schedules.items() if file_seeds else ()):
         if name in GPU_SCHEDULES or sched.auto or not sched.directives:
             continue
         try:

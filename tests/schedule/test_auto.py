@@ -164,3 +164,69 @@ def test_run_with_schedule_auto_from_the_command_line(tmp_path):
                  "--output", str(tmp_path / "out.npy")]) == 0
     p = hdsl.load(EX / "blur.hl")
     assert np.array_equal(np.load(tmp_path / "out.npy"), p(img=img))
+
+
+# a small pyramid: two levels down by 2, collapsed back up (x / 2) with a level picked by the
+# data among 4 planes (k), as interpolate and local_laplacian do it
+PYRAMID = """
+pipeline pyr
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    var x, y, k
+    c = repeat_edge(img)
+    planes(x, y, k) = c(x, y) * f32(k + 1) + 0.25f * f32(k)
+    d1(x, y) = (c(2 * x, y) + c(2 * x + 1, y) + c(2 * x, y + 1) + c(2 * x + 1, y + 1)) * 0.25f
+    d2(x, y) = (d1(2 * x, y) + d1(2 * x + 1, y) + d1(2 * x, y + 1) + d1(2 * x + 1, y + 1)) * 0.25f
+    u1(x, y) = d1(x, y) + 0.5f * (d2(x / 2, y / 2) + d2((x + 1) / 2, (y + 1) / 2))
+    pick(x, y) = planes(x, y, clamp(i32(c(x, y) * 4.0f), 0, 3))
+    out(x, y) = pick(x, y) + 0.5f * (u1(x / 2, y / 2) + u1((x + 1) / 2, (y + 1) / 2))
+}
+"""
+
+
+def test_a_level_picked_by_the_data_among_few_planes_is_inlined():
+    """planes(x, y, k) is read at k = a computed index, but k spans 4 planes (at most SMALL):
+    a choice among planes at the reader's own (x, y), so it is inlined like a pointwise read
+    (local_laplacian's lp[j] read at the input's gray level: computed at the root, its 8
+    full-size planes made the automatic schedule 1.8x slower than the hand-written one)."""
+    p = hdsl.loads(PYRAMID, "pyr.hl")
+    genes = auto_genes(p.ir)
+    assert genes["planes"] == ["planes.compute_inline()"]
+    ll = auto_genes(hdsl.load(EX / "local_laplacian.hl").ir)
+    assert all(ll[f"lp[{j}]"] == [f"lp[{j}].compute_inline()"] for j in range(7))
+
+
+def test_a_pyramid_level_reading_a_coarser_level_is_computed_at_the_root():
+    """u1 reads d2 at (x / 2, y / 2), and out reads u1 so: a level of a pyramid collapsed
+    upwards. Computed per tile of out, each tile recomputes the coarser levels' upsampling;
+    measured on interpolate (it[1..5]) and local_laplacian (og[1..5]) at the root it is
+    1.4-1.9x faster, so it stays at the root. camera_pipe's demosaic producers, read at
+    x / 2 but themselves reading only their own resolution, stay per tile of the output."""
+    p = hdsl.loads(PYRAMID, "pyr.hl")
+    genes = auto_genes(p.ir)
+    assert genes["u1"][0].startswith("u1.compute_root()")
+    it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
+    assert all(it[f"it[{j}]"][0].startswith(f"it[{j}].compute_root()") for j in range(1, 9))
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    assert cam["b_gb"][0].startswith("b_gb.compute_at(processed, x)")
+
+
+@pytest.mark.parametrize("w,h", [(37, 29), (64, 48)])
+def test_the_pyramid_rules_equal_the_evaluator(w, h):
+    p = hdsl.loads(PYRAMID, "pyr.hl")
+    img = np.random.default_rng(w).random((h, w)).astype(np.float32)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c(img=img), p(img=img))
+
+
+def test_an_updates_channels_run_inside_its_reduction():
+    """bilateral_grid's histogram(x, y, zi, c) += ... over an 8x8 rdom r: by default its loops
+    are c outermost, then y, x, and r innermost, so each of the two channels sweeps the image
+    and the parallel loop starts once per channel. The rule puts the channel-like pure dim c
+    (2 wide) innermost, the rdom inside the large pure dims, and y in parallel: the order of
+    Halide's hand-written schedule (bilateral_grid_generator.cpp, line 132), which hdsl's
+    checks accept for an update whose pure dims are written at pure positions."""
+    genes = auto_genes(hdsl.load(EX / "bilateral_grid.hl").ir)
+    assert "histogram.update(0).reorder(c, r.x, r.y, x, y).parallel(y)" in genes["histogram"]

@@ -103,3 +103,21 @@ def test_tune_from_the_command_line(tmp_path, capsys):
     q = hdsl.load(path)
     other = _inputs(7, 21, 19)
     assert np.array_equal(q.compile("host", schedule="tuned")(**other), q(**other))
+
+
+def test_without_the_files_schedules_the_search_starts_from_auto_alone(tmp_path):
+    """file_seeds=False (`--no-file-seeds`, and how benchmarks/autosched.py judges the search
+    against the hand-written schedule): no candidate comes from the file's blocks, and each
+    one that ran equals the evaluator's output (the worker rejects any other)."""
+    path = _blur(tmp_path)
+    p = hdsl.load(path)
+    inputs = _inputs(3)
+    expected = (p(**inputs),)
+    best, history = tune(p.ir, path.read_text(), str(path), inputs, {}, [48, 32], expected, trials=4,
+                         population=3, elite=1, runs=2, seed=2, file_seeds=False)
+    origins = [r.origin for r in history]
+    assert origins[0] == "auto"
+    assert not any("schedule" in o for o in origins)
+    text = block_text(genome_text(p.ir, best.genome), "tuned")
+    q = hdsl.loads(path.read_text() + "\n" + text, str(path))
+    assert np.array_equal(q.compile("host", schedule="tuned")(**inputs), expected[0])
