@@ -61,6 +61,11 @@ def _loop_parts(var: str) -> tuple[str, str]:
     return func, dim
 
 
+def _stage(var: str) -> str:
+    """`<func>.s<stage>` of a loop named `<func>.s<stage>.<dim>`: loops of one stage nest freely."""
+    return var.split("$")[0].rpartition(".")[0]
+
+
 def _pretty(var: str) -> str:
     func, dim = _loop_parts(var)
     return f"'{dim}' of '{func}'"
@@ -92,7 +97,7 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
     """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
 
     def visit(s: Stmt, blocks: int, threads: int, cpu: str | None, thread_size: int, kernel_has_threads: bool,
-              top_block: str | None, in_block_chain: bool = False):
+              top_block: str | None, in_block_chain: bool = False, outer_thread: str | None = None):
         if isinstance(s, For):
             if s.kind == GPU_BLOCK:
                 if threads:
@@ -111,11 +116,21 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                 if blocks == 0:
                     kernel_has_threads = _has_kind(s.body, GPU_THREAD)
                     top_block = s.var
-                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True)
+                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True,
+                             outer_thread)
             if s.kind == GPU_THREAD:
                 if not blocks:
                     raise _error(f"GPU thread loop {_pretty(s.var)} is not inside a GPU block loop", sched, s.var,
                                  "mark an outer loop gpu_blocks (gpu_tile does both)")
+                if outer_thread is not None and _stage(outer_thread) != _stage(s.var):
+                    # the inner nest's threads write what the outer loop's thread reads: a
+                    # barrier inside a thread loop, which not every thread reaches
+                    raise _error(f"GPU thread loop {_pretty(s.var)} is inside GPU thread loop "
+                                 f"{_pretty(outer_thread)}: the block's threads would need a barrier inside a "
+                                 "thread loop", sched, s.var,
+                                 f"compute '{_loop_parts(s.var)[0]}' at a block loop (in shared memory, the "
+                                 "block's threads share the work), or drop its gpu_threads (each thread computes "
+                                 "what it reads, in local memory)", names=("gpu_threads", "gpu_tile"))
                 if threads >= MAX_GPU_DIMS:
                     raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop {_pretty(s.var)}", sched,
                                  s.var, "fuse loops first (fuse(x, y, xy)), or keep some serial")
@@ -124,7 +139,8 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                 if n is not None and size > MAX_THREADS:
                     raise _error(f"a GPU block of {size} threads (at loop {_pretty(s.var)}): at most {MAX_THREADS} "
                                  "threads per block", sched, s.var, "use smaller tiles")
-                return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
+                return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block, False,
+                             outer_thread or s.var)
             if s.kind == "parallel" and blocks:
                 raise _error(f"parallel loop {_pretty(s.var)} is inside a GPU kernel (of block loop "
                              f"{_pretty(top_block)})", sched, s.var,
@@ -137,7 +153,7 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
         for k in children(s):
             # (lets may lie between the block loops of one nest)
             visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block,
-                  in_block_chain and isinstance(s, LetStmt))
+                  in_block_chain and isinstance(s, LetStmt), outer_thread)
     visit(stmt, 0, 0, None, 1, False, None)
     return stmt
 
@@ -518,3 +534,88 @@ def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
     visit(stmt)
     return out
 
+
+
+# ------------------------------------------------------------------ shared memory limit
+ERR_SHARED_MEMORY = 8       # a run-time error code (hdsl/lower/loops.py has 1 .. 6, runtime/device.py 7)
+
+
+def check_shared_memory(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
+    """Each kernel's shared memory against what a block of the target may have
+    (Target.shared_memory_limit): where its bound is a constant, an error at the directive
+    that puts the (largest) Func in shared memory when it is over; where the bound depends on
+    run-time sizes (a parameter, the input's size), an Assert before the launch whose failure
+    the runtime reports at that directive (shared_memory_error)."""
+    limit = target.shared_memory_limit
+    if limit is None:
+        return stmt
+    from hdsl.ir.func import topo_order
+    from hdsl.ir.stmt import Assert
+    from hdsl.ir.types import BOOL
+    order = {f.name: i for i, f in enumerate(topo_order(p.outputs))}
+
+    def visit(s: Stmt) -> Stmt:
+        if isinstance(s, LaunchKernel):
+            k = s.kernel
+            funcs = _shared_funcs(k.body)
+            if not funcs:
+                return s
+            total = _const(k.shared_bytes)
+            func = max(funcs, key=lambda f: funcs[f] if funcs[f] is not None else -1)
+            if total is not None:
+                if total > limit:
+                    raise shared_memory_error(func, total, limit, target, sched, p, kernel=k.name,
+                                              others=[f for f in funcs if f != func])
+                return s
+            ok = BinOp("<=", k.shared_bytes, Const(I64, limit), BOOL)
+            return block(Assert(ok, ERR_SHARED_MEMORY, (Const(I64, order.get(func, -1)), k.shared_bytes,
+                                                        Const(I64, limit))), s)
+        kids = children(s)
+        if not kids:
+            return s
+        return with_children(s, [visit(k) for k in kids])
+    return visit(stmt)
+
+
+def _shared_funcs(s: Stmt) -> dict:
+    """The Funcs in a kernel's shared memory: name -> their constant bytes, or None."""
+    out: dict = {}
+    if isinstance(s, Allocate) and s.memory == "gpu_shared":
+        n = _const(BinOp("*", _cast(s.size, I64), Const(I64, max(1, s.type.bits // 8)), I64))
+        out[s.name] = n
+    for k in children(s):
+        for name, n in _shared_funcs(k).items():
+            out[name] = n if name not in out else None
+    return out
+
+
+def shared_memory_error(func: str, nbytes: int, limit: int, target, sched: Schedule | None, p=None,
+                        kernel: str | None = None, others=(), at_run_time: bool = False) -> HdslError:
+    """'func' in shared memory takes a kernel over the target's limit: an error at the
+    directive that puts it there (its store_at, else its compute_at)."""
+    d = None
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            if sched.funcs[fid].name == func:
+                d = next((x for x in ds if x.name == "store_at"), None) or \
+                    next((x for x in ds if x.name == "compute_at"), None)
+    sm = target.sm
+    also = f" (with {', '.join(repr(o) for o in others)})" if others else ""
+    when = " at these sizes" if at_run_time else ""
+    msg = (f"'{func}' in GPU shared memory{also} needs {nbytes} bytes per block{when}"
+           f"{f' (kernel {kernel})' if kernel else ''}, more than the {limit} ({limit // 1024} KB) a block "
+           f"may have on sm_{sm}")
+    hint = ("compute it at a block loop of smaller tiles (gpu_tile sizes), or at a thread loop (local memory), "
+            "or compute_root()")
+    if at_run_time:
+        hint = ("its size depends on run-time values: bound it with constant tiles (gpu_tile, split) or bound() "
+                "on the dims whose extent depends on the input or a parameter; or " + hint)
+    bigger = [f"cuda-sm_{a} ({b // 1024} KB)" for a, b in sorted(_limits().items()) if b > limit]
+    if bigger:
+        hint += "; or a target with more: " + ", ".join(bigger)
+    return HdslError(msg, d.span if d is not None else None, hint)
+
+
+def _limits() -> dict:
+    from hdsl.target import SHARED_MEMORY_LIMIT
+    return SHARED_MEMORY_LIMIT

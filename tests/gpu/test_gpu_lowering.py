@@ -17,6 +17,12 @@ from hdsl.lower.lower import lower
 HEAD = BLUR
 
 
+BIG_TILE = ("out.split(x, xo, xi, 256).split(y, yo, yi, 128).reorder(xi, yi, xo, yo).gpu_blocks(xo, yo)"
+            ".gpu_threads(yi)\n    bx.compute_at(out, xo).gpu_threads(y)")
+# bx's tile is a whole row of the image: its shared memory grows with the input's width
+ROW_TILE = "out.split(y, yo, yi, 128).gpu_blocks(yo).gpu_threads(yi)\n    bx.compute_at(out, yo).gpu_threads(y)"
+
+
 def low(sched: str, target="cuda-emulate"):
     return lower(hdsl.loads(with_cuda_schedule(HEAD, sched)).ir, "cuda", target)
 
@@ -103,6 +109,15 @@ def test_no_gpu_loop_is_left_outside_kernels_and_a_cpu_target_refuses_them():
      "GPU block loop 'y' of 'bx' is inside the kernel of GPU block loop 'y' of 'out'"),
     ("out.split(x, x, xi, 2).split(xi, xi, xii, 2).split(y, y, yi, 2).gpu_blocks(x, y, xi).gpu_blocks(yi)", 11,
      "more than 3 GPU block dims"),
+    # a Func with thread loops inside another Func's thread loop: its threads write what the
+    # outer loop's thread reads, which needs a barrier inside a (guarded) thread loop
+    ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, xi).gpu_threads(x)", 12,
+     "GPU thread loop 'x' of 'bx' is inside GPU thread loop 'yi' of 'out'"),
+    ("out.split(x, xo, xi, 8).gpu_blocks(y).gpu_threads(xo)\n    bx.compute_at(out, xi).gpu_threads(x)", 12,
+     "GPU thread loop 'x' of 'bx' is inside GPU thread loop 'xo' of 'out'"),
+    # shared memory over a block's 64 KB on sm_75 (cuda-emulate's): 256 x 130 u16 = 66560 bytes
+    (BIG_TILE, 12, "'bx' in GPU shared memory needs 66560 bytes per block (kernel kernel_out_0), more than the "
+                   "65536 (64 KB) a block may have on sm_75"),
 ])
 def test_illegal_gpu_schedules_are_errors_at_the_directive(sched, line, message):
     with pytest.raises(HdslError) as e:
@@ -110,3 +125,35 @@ def test_illegal_gpu_schedules_are_errors_at_the_directive(sched, line, message)
     d = e.value.diagnostics[0]
     assert message in d.message
     assert d.span is not None and d.span.line == line
+
+
+def test_the_shared_memory_limit_is_the_targets():
+    """A block may have 64 KB of shared memory on sm_75, 163 KB on sm_80, 227 KB on sm_90
+    (NVIDIA's Turing, Ampere and Hopper tuning guides; hdsl/target.py): the 66560-byte tile
+    refused for sm_75 is a kernel for sm_80 and sm_90."""
+    from hdsl.target import parse_target
+    assert [parse_target(t).shared_memory_limit for t in ("cuda", "cuda-sm_80", "cuda-sm_90", "cuda-emulate")] == \
+        [65536, 163 * 1024, 227 * 1024, 65536]
+    assert parse_target("host").shared_memory_limit is None
+    for t in ("cuda-sm_80", "cuda-sm_90"):
+        k, = kernels_of(low(BIG_TILE, t).stmt)
+        assert k.kernel.shared_bytes.value == 256 * 130 * 2
+    with pytest.raises(HdslError, match="cuda-sm_80 \\(163 KB\\), cuda-sm_90 \\(227 KB\\)"):
+        low(BIG_TILE, "cuda")
+
+
+def test_shared_memory_that_depends_on_the_input_is_checked_before_the_launch():
+    """Where the shared memory of a block depends on run-time sizes, the host checks it
+    before the launch and reports it at the directive; within the limit the kernel runs."""
+    import numpy as np
+    p = hdsl.loads(with_cuda_schedule(HEAD, ROW_TILE))
+    c = p.compile("cuda-emulate")
+    narrow = (np.arange(40 * 100) % 997).astype(np.uint16).reshape(40, 100)     # 100 x 130 u16: 26000 bytes
+    assert np.array_equal(c(img=narrow), p(img=narrow))
+    wide = (np.arange(40 * 300) % 997).astype(np.uint16).reshape(40, 300)       # 300 x 130 u16: 78000 bytes
+    with pytest.raises(HdslError) as e:
+        c(img=wide)
+    d = e.value.diagnostics[0]
+    assert "'bx' in GPU shared memory needs 78000 bytes per block at these sizes" in d.message
+    assert d.span is not None and d.span.line == 12 and "bound()" in d.hint
+    assert c.native.device.counts["launch"] == 1         # (the narrow call's: none for the wide one)
