@@ -157,3 +157,40 @@ def test_shared_memory_that_depends_on_the_input_is_checked_before_the_launch():
     assert "'bx' in GPU shared memory needs 78000 bytes per block at these sizes" in d.message
     assert d.span is not None and d.span.line == 12 and "bound()" in d.hint
     assert c.native.device.counts["launch"] == 1         # (the narrow call's: none for the wide one)
+
+
+VOLUME = """pipeline v
+input  vol: f32[3]
+output out: f32[3]
+algorithm {
+    out(x, y, z) = vol(x, y, z) * 2.0f + f32(x - y * z)
+}
+schedule cuda {
+    SCHED
+}
+"""
+
+
+@pytest.mark.parametrize("sched", ["out.gpu_tile(x, y, z, xi, yi, zi, 8, 4, 2, round_up)",
+                                   "out.gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, 8, 4, 2)"])
+def test_a_3d_gpu_tile_makes_three_block_and_three_thread_dims(sched):
+    """Halide's gpu_tile(x, y, z, [xo, yo, zo,] xi, yi, zi, w, h, d): block dims x, y, z over
+    the tiles, thread dims over each tile; a RoundUp tail on an input whose size is a
+    multiple of the tile, a guarded one (the default for an output) otherwise."""
+    import numpy as np
+    p = hdsl.loads(VOLUME.replace("SCHED", sched))
+    k, = kernels_of(lower(p.ir, "cuda", "cuda-emulate").stmt)
+    assert [t.value for t in k.kernel.threads] == [8, 4, 2]
+    assert len(k.grid) == 3
+    shape = (16, 8, 4) if "round_up" in sched else (13, 7, 3)    # (x, y, z) sizes
+    # (a 3-D array is (y, x, z), as an image's (rows, columns, channels))
+    vol = np.random.default_rng(1).random((shape[1], shape[0], shape[2]), dtype=np.float32)
+    c = p.compile("cuda-emulate")
+    assert np.array_equal(c(vol=vol), p(vol=vol))
+    (_, grid, threads, _), = c.native.device.launches
+    assert threads == (8, 4, 2) and grid == tuple(-(-n // t) for n, t in zip(shape, (8, 4, 2)))
+
+
+def test_a_3d_gpu_tile_names_three_different_loops():
+    with pytest.raises(HdslError, match="gpu_tile needs 3 different loops"):
+        hdsl.loads(VOLUME.replace("SCHED", "out.gpu_tile(x, y, x, xi, yi, zi, 8, 4, 2)"))
