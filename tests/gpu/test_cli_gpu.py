@@ -51,3 +51,19 @@ def test_lower_emits_the_host_code_of_a_gpu_target(tmp_path, capsys):
     code, out, err = run(capsys, "lower", prog, "--target", "cuda-emulate", "--emit", "llvm")
     assert code == 0, err
     assert 'define i32 @"hdsl_g"(' in out and 'define internal i32 @"hdsl_g.kernel_out_0"(ptr' in out
+
+
+def test_compile_and_lower_report_too_much_shared_memory_at_the_directive(tmp_path, capsys):
+    """66560 bytes of shared memory per block: over sm_75's 64 KB (`hdsl compile --target
+    cuda`, `hdsl lower --target cuda-emulate` exit 1 at bx's compute_at), within sm_80's."""
+    from tests.gpu.test_gpu_lowering import BIG_TILE
+    prog = tmp_path / "g.hl"
+    prog.write_text(with_cuda_schedule(BLUR, BIG_TILE))
+    for cmd in (["compile", prog, "--target", "cuda", "-o", tmp_path], ["lower", prog, "--target", "cuda-emulate"]):
+        code, _, err = run(capsys, *cmd)
+        assert code == 1
+        assert err.startswith(f"{prog}:12:5: error: 'bx' in GPU shared memory needs 66560 bytes per block")
+        assert "bx.compute_at(out, xo)" in err and "cuda-sm_80 (163 KB)" in err
+    code, out, err = run(capsys, "lower", prog, "--target", "cuda-sm_80")
+    assert code == 0, err
+    assert "shared (i64)66560 bytes" in out
