@@ -32,7 +32,10 @@ PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_regio
 
 def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
     """The schedule block named, else the target's own (`schedule cuda` for the CUDA targets and
-    cuda-emulate, `schedule opengl` for opengl), else `schedule cpu`, else the unnamed one."""
+    cuda-emulate, `schedule opengl` for opengl), else `schedule cpu`, else the unnamed one.
+    (A Schedule itself is taken as it is: the automatic scheduler lowers its candidates.)"""
+    if isinstance(name, Schedule):
+        return name
     if name == "auto":
         # the automatic scheduler's (whether or not the file has a `schedule auto` block)
         from hdsl.schedule.auto import auto_schedule
