@@ -1,13 +1,15 @@
 """GPU lowering: from loops marked gpu_block / gpu_thread to kernels and launches.
 
-Four passes (their places in lower.py's PASSES):
+Five passes (their places in lower.py's PASSES):
 
 - `check_gpu_loops`, right after schedule_functions: the nesting rules, as errors at the
   directive. Thread loops lie inside block loops; block loops are not inside thread
   loops, nor inside a parallel, vectorized or unrolled CPU loop; at most 3 block and 3
   thread dims; at most 1024 threads per block when the thread loops' extents are
   constants; a kernel with thread loops stores only inside them (a Func computed at a
-  block loop needs its own gpu_threads, else every thread would run its loops).
+  block loop needs its own gpu_threads, else every thread would run its loops); a Func's
+  thread loops do not nest inside another Func's thread loop (the barrier between its
+  writes and the outer loop's reads would lie inside a thread loop).
 - `gpu_memory`, after flatten: the storage of a Func computed inside a kernel is
   "gpu_shared" at block level (one allocation per block) and "gpu_local" inside a
   thread loop; code at block level outside any thread loop (a Func computed at a block
@@ -25,6 +27,10 @@ Four passes (their places in lower.py's PASSES):
   them; a difference of two mins sharing a bound, `min(a + 15, m) - min(a, m)`, the
   extent of a clamped tile, is bounded by `15` first; where no closed form is free of
   the block variables, a host loop over the grid takes the maximum before the launch).
+
+- `check_shared_memory`, after outlining, for a target with a shared-memory limit (cuda):
+  each kernel's shared bytes against it, an error at the directive where constant, else an
+  Assert before the launch (ERR_SHARED_MEMORY, reported by the runtime at the directive).
 
 - `device_copies`, after outlining: DeviceSync statements where host code touches a
   buffer that kernels use (see its docstring).
