@@ -67,3 +67,21 @@ def test_compile_and_lower_report_too_much_shared_memory_at_the_directive(tmp_pa
     code, out, err = run(capsys, "lower", prog, "--target", "cuda-sm_80")
     assert code == 0, err
     assert "shared (i64)66560 bytes" in out
+
+
+def test_schedule_prints_the_automatic_gpu_schedule(tmp_path, capsys):
+    """`hdsl schedule FILE --target cuda`: the GPU rules' schedule, which pasted back into the
+    file as `schedule cuda` runs under cuda-emulate with the evaluator's values."""
+    prog = tmp_path / "g.hl"
+    prog.write_text(BLUR)
+    code, out, err = run(capsys, "schedule", prog, "--target", "cuda", "--name", "cuda")
+    assert code == 0, err
+    assert "out.gpu_tile(x, y, x_i, y_i, 16, 16)" in out and "bx.compute_at(out, x).gpu_threads(x, y)" in out
+    prog.write_text(BLUR + out)
+    img = tmp_path / "img.npy"
+    np.save(img, np.random.default_rng(2).integers(0, 65535, (19, 37), dtype=np.uint16))
+    for target in ("cuda-emulate", "interp"):
+        code, _, err = run(capsys, "run", prog, "--input", f"img={img}", "--output", tmp_path / f"{target}.npy",
+                           "--target", target)
+        assert code == 0, err
+    assert np.array_equal(load_image(tmp_path / "cuda-emulate.npy"), load_image(tmp_path / "interp.npy"))
