@@ -28,9 +28,10 @@ Five passes (their places in lower.py's PASSES):
   extent of a clamped tile, is bounded by `15` first; where no closed form is free of
   the block variables, a host loop over the grid takes the maximum before the launch).
 
-- `check_shared_memory`, after outlining, for a target with a shared-memory limit (cuda):
+- `check_block_limits`, after outlining, for a target with a shared-memory limit (cuda):
   each kernel's shared bytes against it, an error at the directive where constant, else an
-  Assert before the launch (ERR_SHARED_MEMORY, reported by the runtime at the directive).
+  Assert before the launch (ERR_SHARED_MEMORY, reported by the runtime at the directive);
+  and a block's threads where their count is a run-time value (ERR_BLOCK_THREADS).
 
 - `device_copies`, after outlining: DeviceSync statements where host code touches a
   buffer that kernels use (see its docstring).
@@ -543,15 +544,18 @@ def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
 
 
 # ------------------------------------------------------------------ shared memory limit
-ERR_SHARED_MEMORY = 8       # a run-time error code (hdsl/lower/loops.py has 1 .. 6, runtime/device.py 7)
+ERR_SHARED_MEMORY = 8       # run-time error codes (hdsl/lower/loops.py has 1 .. 6, runtime/device.py 7)
+ERR_BLOCK_THREADS = 9
 
 
-def check_shared_memory(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
+def check_block_limits(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
     """Each kernel's shared memory against what a block of the target may have
     (Target.shared_memory_limit): where its bound is a constant, an error at the directive
     that puts the (largest) Func in shared memory when it is over; where the bound depends on
     run-time sizes (a parameter, the input's size), an Assert before the launch whose failure
-    the runtime reports at that directive (shared_memory_error)."""
+    the runtime reports at that directive (shared_memory_error). Likewise a block's threads
+    where their count is a run-time value (check_gpu_loops refuses a constant one over 1024):
+    an Assert before the launch, reported at the kernel's Func's GPU directive."""
     limit = target.shared_memory_limit
     if limit is None:
         return stmt
@@ -563,6 +567,14 @@ def check_shared_memory(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
     def visit(s: Stmt) -> Stmt:
         if isinstance(s, LaunchKernel):
             k = s.kernel
+            count: Expr = Const(I64, 1)
+            for t in k.threads:
+                count = BinOp("*", count, _cast(t, I64), I64)
+            count = simplify(count)
+            if not isinstance(count, Const):
+                ok = BinOp("<=", count, Const(I64, MAX_THREADS), BOOL)
+                s = block(Assert(ok, ERR_BLOCK_THREADS, (Const(I64, order.get(_loop_parts(k.body.var)[0], -1)),
+                                                         count)), s)
             funcs = _shared_funcs(k.body)
             if not funcs:
                 return s
@@ -620,6 +632,20 @@ def shared_memory_error(func: str, nbytes: int, limit: int, target, sched: Sched
     if bigger:
         hint += "; or a target with more: " + ", ".join(bigger)
     return HdslError(msg, d.span if d is not None else None, hint)
+
+
+def block_threads_error(func: str, count: int, sched: Schedule | None) -> HdslError:
+    """A kernel of 'func' launched with more threads per block than CUDA allows (their
+    count a run-time value): an error at the Func's GPU directive."""
+    d = None
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            if sched.funcs[fid].name == func:
+                d = next((x for x in ds if x.name in GPU_DIRECTIVES), d)
+    return HdslError(f"a GPU block of {count} threads at these sizes (the kernel of '{func}'): at most "
+                     f"{MAX_THREADS} threads per block", d.span if d is not None else None,
+                     "its thread loops' extents are run-time values: give them constant sizes (gpu_tile, or "
+                     "split before gpu_threads)")
 
 
 def _limits() -> dict:

@@ -13,7 +13,7 @@ from hdsl.ir.verify import entry_symbols, verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
-from hdsl.lower.gpu import check_gpu_loops, check_shared_memory, device_copies, gpu_memory, outline_kernels
+from hdsl.lower.gpu import check_gpu_loops, check_block_limits, device_copies, gpu_memory, outline_kernels
 from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
@@ -27,7 +27,7 @@ from hdsl.schedule.record import refuse_unsupported
 from hdsl.target import Target, parse_target
 
 PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_region_clamps", "flatten", "gpu_memory",
-          "partition_loops", "hoist_invariants", "outline_kernels", "check_shared_memory", "device_copies")
+          "partition_loops", "hoist_invariants", "outline_kernels", "check_block_limits", "device_copies")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
@@ -277,7 +277,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
     stmt = run("partition_loops", partition_loops, stmt)
     stmt = run("hoist_invariants", hoist_invariants, stmt)
     stmt = run("outline_kernels", outline_kernels, stmt, target.device, entry_symbols(p), p.name)
-    stmt = run("check_shared_memory", check_shared_memory, stmt, p, sched, target)
+    stmt = run("check_block_limits", check_block_limits, stmt, p, sched, target)
     stmt = run("device_copies", device_copies, stmt, [f.name for f in p.outputs])
     low = Lowered(stmt, p, stages, timings)
     low.shifted = info.get("shifted", set())

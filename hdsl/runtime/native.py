@@ -11,7 +11,7 @@ import numpy as np
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS
-from hdsl.lower.gpu import ERR_SHARED_MEMORY
+from hdsl.lower.gpu import ERR_BLOCK_THREADS, ERR_SHARED_MEMORY
 from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
 
@@ -276,6 +276,13 @@ class NativePipeline:
             return self.bound_error(info, inputs, params)
         if code == ERR_SHARED_MEMORY:
             return self.shared_memory_error(info)
+        if code == ERR_BLOCK_THREADS:
+            from hdsl.ir.func import topo_order
+            from hdsl.lower.gpu import block_threads_error
+            from hdsl.lower.lower import choose_schedule
+            funcs = topo_order(self.p.outputs)
+            name = funcs[info[0]].name if 0 <= info[0] < len(funcs) else "a Func"
+            return block_threads_error(name, int(info[1]), choose_schedule(self.p, self.schedule, self.target))
         if code == 4:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:

@@ -194,3 +194,19 @@ def test_a_3d_gpu_tile_makes_three_block_and_three_thread_dims(sched):
 def test_a_3d_gpu_tile_names_three_different_loops():
     with pytest.raises(HdslError, match="gpu_tile needs 3 different loops"):
         hdsl.loads(VOLUME.replace("SCHED", "out.gpu_tile(x, y, x, xi, yi, zi, 8, 4, 2)"))
+
+
+def test_a_block_of_run_time_size_is_checked_before_the_launch():
+    """gpu_threads over a whole row: the block's threads are the image's width, known at run
+    time; within 1024 the kernel runs, beyond it the host stops before the launch with the
+    error at the directive (a GPU would refuse the launch)."""
+    import numpy as np
+    p = hdsl.loads(with_cuda_schedule(HEAD, "out.gpu_blocks(y).gpu_threads(x)"))
+    c = p.compile("cuda-emulate")
+    img = (np.arange(5 * 300) % 997).astype(np.uint16).reshape(5, 300)
+    assert np.array_equal(c(img=img), p(img=img))
+    with pytest.raises(HdslError) as e:
+        c(img=np.zeros((3, 1500), np.uint16))
+    d = e.value.diagnostics[0]
+    assert "a GPU block of 1500 threads at these sizes (the kernel of 'out'): at most 1024" in d.message
+    assert d.span is not None and d.span.line == 11
