@@ -15,17 +15,22 @@ def run(capsys, *args):
     return code, out.out, out.err
 
 
+def run_emulated_and_evaluated(capsys, prog, img, tmp_path):
+    """`hdsl run` of prog under cuda-emulate and the evaluator: the same image."""
+    for target in ("cuda-emulate", "interp"):
+        code, _, err = run(capsys, "run", prog, "--input", f"img={img}", "--output", tmp_path / f"{target}.npy",
+                           "--target", target)
+        assert code == 0, err
+    assert np.array_equal(load_image(tmp_path / "cuda-emulate.npy"), load_image(tmp_path / "interp.npy"))
+
+
 def test_run_lower_and_check_with_a_gpu_target(tmp_path, capsys):
     prog = tmp_path / "g.hl"
     prog.write_text(with_cuda_schedule(BLUR, "out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, x)"
                                              ".gpu_threads(x, y)"))
     img = tmp_path / "img.npy"
     np.save(img, np.random.default_rng(1).integers(0, 65535, (21, 34), dtype=np.uint16))
-    for target in ("cuda-emulate", "interp"):
-        code, _, err = run(capsys, "run", prog, "--input", f"img={img}", "--output", tmp_path / f"{target}.npy",
-                           "--target", target)
-        assert code == 0, err
-    assert np.array_equal(load_image(tmp_path / "cuda-emulate.npy"), load_image(tmp_path / "interp.npy"))
+    run_emulated_and_evaluated(capsys, prog, img, tmp_path)
     code, out, _ = run(capsys, "lower", prog, "--target", "cuda-emulate")
     assert code == 0
     assert ("launch kernel_out_0 on host_emulate: grid ((out.s0.x.max - out.s0.x.min + 16) / 16, "
@@ -80,8 +85,4 @@ def test_schedule_prints_the_automatic_gpu_schedule(tmp_path, capsys):
     prog.write_text(BLUR + out)
     img = tmp_path / "img.npy"
     np.save(img, np.random.default_rng(2).integers(0, 65535, (19, 37), dtype=np.uint16))
-    for target in ("cuda-emulate", "interp"):
-        code, _, err = run(capsys, "run", prog, "--input", f"img={img}", "--output", tmp_path / f"{target}.npy",
-                           "--target", target)
-        assert code == 0, err
-    assert np.array_equal(load_image(tmp_path / "cuda-emulate.npy"), load_image(tmp_path / "interp.npy"))
+    run_emulated_and_evaluated(capsys, prog, img, tmp_path)
