@@ -14,7 +14,8 @@ an i8). Where the block size is constant it becomes the launch bound (`.maxntid`
   come from nesting: the innermost block (thread) loop is x, the next outer y, then z.
   Any other loop kind inside a kernel is a serial loop (unrolled where the base unrolls).
 - `Allocate(memory="gpu_shared")`: one block-wide array in shared memory (addrspace 3):
-  a static `.shared` array where its size is a constant; otherwise a slice of the dynamic
+  a static `.shared` array where its size is a constant and the kernel's static arrays stay
+  within 48 KB (more must be dynamic, with the runtime's opt-in); otherwise a slice of the dynamic
   shared memory (`extern .shared`) at an offset that is the sum of the earlier dynamic
   allocations' sizes in bytes, each rounded up to 16 — the launch's dynamic shared memory
   must be at least the sum of those rounded sizes. Any other Allocate inside a kernel
@@ -47,6 +48,7 @@ from hdsl.diagnostics import InternalError
 from hdsl.ir.expr import Expr
 from hdsl.ir.stmt import GPU_BLOCK, GPU_THREAD, Allocate, Block, For, GpuBarrier, IfThenElse, LetStmt, Stmt, children
 from hdsl.ir.types import I32, Type
+from hdsl.target import STATIC_SHARED_LIMIT
 
 TRIPLE = "nvptx64-nvidia-cuda"
 SHARED = 3                    # NVPTX's shared address space
@@ -64,6 +66,7 @@ class CodeGenPTX(CodeGenLLVM):
         self._dynamic_shared = None          # the extern .shared array, made on first use
         self._shared_offset = None           # bytes of dynamic shared memory in use (an i64 value)
         self.kernels: list[str] = []
+        self._all_dynamic = False            # the kernel's shared memory is all dynamic (over 48 KB)
 
     # ------------------------------------------------------------ kernels
     def add_kernel(self, kernel) -> ir.Function:
@@ -99,6 +102,7 @@ class CodeGenPTX(CodeGenLLVM):
                 st.syms[a.name] = (v, a.type)
         self._dims = _gpu_dims(kernel.body)
         self._shared_offset = ir.Constant(I64T, 0)
+        self._all_dynamic = _static_shared_bytes(kernel) > STATIC_SHARED_LIMIT
         self.stmt(st, kernel.body)
         if not st.b.block.is_terminated:
             st.b.ret_void()
@@ -141,7 +145,7 @@ class CodeGenPTX(CodeGenLLVM):
         elem_bytes = max(1, s.type.bits // 8)
         n = _const_int(s.size)
         if s.memory == "gpu_shared":
-            if n is not None:
+            if n is not None and not self._all_dynamic:
                 arr = ir.ArrayType(et, max(n, 1))
                 # (unique: an unrolled loop makes its body's allocations once per copy)
                 g = ir.GlobalVariable(self.module, arr, name=self.module.get_unique_name(f"{st.fn.name}.{s.name}"),
@@ -312,13 +316,30 @@ def dynamic_shared_slack(kernel) -> int | None:
     """None where the kernel uses no dynamic shared memory; else the bytes to add to its
     shared_bytes (the sum of its gpu_shared sizes) for the rounding of each dynamic
     allocation's offset up to SHARED_ALIGN."""
-    count = 0
+    static = _static_shared_bytes(kernel)
+    all_dynamic = static > STATIC_SHARED_LIMIT
+    count = sum(1 for s in _shared_allocations(kernel.body) if all_dynamic or _const_int(s.size) is None)
+    # (shared_bytes counts the static arrays too, which are not dynamic)
+    return SHARED_ALIGN * count - (0 if all_dynamic else static) if count else None
 
-    def visit(s: Stmt):
-        nonlocal count
-        if isinstance(s, Allocate) and s.memory == "gpu_shared" and _const_int(s.size) is None:
-            count += 1
-        for k in children(s):
-            visit(k)
-    visit(kernel.body)
-    return SHARED_ALIGN * count if count else None
+
+def static_shared_bytes(kernel) -> int:
+    """The bytes of the kernel's static `.shared` arrays (0 where all is dynamic)."""
+    static = _static_shared_bytes(kernel)
+    return 0 if static > STATIC_SHARED_LIMIT else static
+
+
+def _shared_allocations(s: Stmt) -> list:
+    out = [s] if isinstance(s, Allocate) and s.memory == "gpu_shared" else []
+    for k in children(s):
+        out += _shared_allocations(k)
+    return out
+
+
+def _static_shared_bytes(kernel) -> int:
+    """The bytes of the kernel's gpu_shared allocations of constant size: static `.shared`
+    arrays, as long as they stay within the 48 KB a kernel may declare statically (ptxas's
+    limit; beyond it, a kernel's shared memory is all dynamic and the runtime opts in to
+    more, hdsl/target.py)."""
+    return sum(max(_const_int(s.size), 1) * max(1, s.type.bits // 8)
+               for s in _shared_allocations(kernel.body) if _const_int(s.size) is not None)

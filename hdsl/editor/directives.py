@@ -29,9 +29,10 @@ MEANING = {
     "bound": "compute pure var `v` over exactly [min, min + extent), checked at run time",
     "estimate": "a size hint; accepted, no effect yet",
     "reorder_storage": "the storage order of the dimensions, innermost first",
-    "gpu_blocks": "map loops to GPU blocks (no GPU back end yet: an error on the CPU target)",
-    "gpu_threads": "map loops to GPU threads (no GPU back end yet: an error on the CPU target)",
-    "gpu_tile": "tile and map to GPU blocks and threads (no GPU back end yet: an error on the CPU target)",
+    "gpu_blocks": "map loops to the GPU grid's blocks, innermost first (x, y, z; cuda and opengl targets)",
+    "gpu_threads": "map loops to a GPU block's threads, innermost first (x, y, z; cuda and opengl targets)",
+    "gpu_tile": "tile 1, 2 or 3 loops and map the tiles to GPU blocks and the loops inside a tile to threads "
+                "(cuda and opengl targets); an optional last argument names the tail strategy",
     "update": "what follows in the chain applies to update definition `i` (from 0, in the order written)",
     "rfactor": "factor an associative update into partial results over the other rdom dimensions, indexed "
                "by the new var `u` and computed in parallel, then combined along `r.x`; ends the chain",

@@ -179,6 +179,20 @@ class Directive:
     tail: str | None = None   # a split's tail strategy when written: round_up, guard_with_if, shift_inwards
 
 
+def tile_parts(args: list) -> list[tuple]:
+    """The splits of a `tile`/`gpu_tile` of 6, 8, 9 or 12 arguments, as (loop, outer, inner,
+    factor) per dim, x first: `(x, y, xi, yi, w, h)` and `(x, y, z, xi, yi, zi, w, h, d)` keep
+    the old names for the outer loops; `(x, y, xo, yo, xi, yi, w, h)` and the 12-argument
+    `(x, y, z, xo, yo, zo, xi, yi, zi, w, h, d)` name them (Halide's gpu_tile overloads)."""
+    n = {6: 2, 8: 2, 9: 3, 12: 3}[len(args)]
+    loops, factors = args[:n], args[-n:]
+    if len(args) in (6, 9):
+        outers, inners = loops, args[n:2 * n]
+    else:
+        outers, inners = args[n:2 * n], args[2 * n:3 * n]
+    return list(zip(loops, outers, inners, factors))
+
+
 def inner_loop_name(v: str, taken) -> str:
     """The inner loop of `vectorize(v, n)` (also unroll, parallel): v_i, or v_i2, v_i3, …
     when an earlier split of v already made v_i (`vectorize(x, 4).unroll(x, 3)`; Halide

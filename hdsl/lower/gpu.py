@@ -1,13 +1,15 @@
 """GPU lowering: from loops marked gpu_block / gpu_thread to kernels and launches.
 
-Four passes (their places in lower.py's PASSES):
+Five passes (their places in lower.py's PASSES):
 
 - `check_gpu_loops`, right after schedule_functions: the nesting rules, as errors at the
   directive. Thread loops lie inside block loops; block loops are not inside thread
   loops, nor inside a parallel, vectorized or unrolled CPU loop; at most 3 block and 3
   thread dims; at most 1024 threads per block when the thread loops' extents are
   constants; a kernel with thread loops stores only inside them (a Func computed at a
-  block loop needs its own gpu_threads, else every thread would run its loops).
+  block loop needs its own gpu_threads, else every thread would run its loops); a Func's
+  thread loops do not nest inside another Func's thread loop (the barrier between its
+  writes and the outer loop's reads would lie inside a thread loop).
 - `gpu_memory`, after flatten: the storage of a Func computed inside a kernel is
   "gpu_shared" at block level (one allocation per block) and "gpu_local" inside a
   thread loop; code at block level outside any thread loop (a Func computed at a block
@@ -25,6 +27,11 @@ Four passes (their places in lower.py's PASSES):
   them; a difference of two mins sharing a bound, `min(a + 15, m) - min(a, m)`, the
   extent of a clamped tile, is bounded by `15` first; where no closed form is free of
   the block variables, a host loop over the grid takes the maximum before the launch).
+
+- `check_block_limits`, after outlining, for a target with a shared-memory limit (cuda):
+  each kernel's shared bytes against it, an error at the directive where constant, else an
+  Assert before the launch (ERR_SHARED_MEMORY, reported by the runtime at the directive);
+  and a block's threads where their count is a run-time value (ERR_BLOCK_THREADS).
 
 - `device_copies`, after outlining: DeviceSync statements where host code touches a
   buffer that kernels use (see its docstring).
@@ -61,6 +68,11 @@ def _loop_parts(var: str) -> tuple[str, str]:
     return func, dim
 
 
+def _stage(var: str) -> str:
+    """`<func>.s<stage>` of a loop named `<func>.s<stage>.<dim>`: loops of one stage nest freely."""
+    return var.split("$")[0].rpartition(".")[0]
+
+
 def _pretty(var: str) -> str:
     func, dim = _loop_parts(var)
     return f"'{dim}' of '{func}'"
@@ -92,7 +104,7 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
     """The nesting rules (see the module docstring); `stmt` is returned unchanged."""
 
     def visit(s: Stmt, blocks: int, threads: int, cpu: str | None, thread_size: int, kernel_has_threads: bool,
-              top_block: str | None, in_block_chain: bool = False):
+              top_block: str | None, in_block_chain: bool = False, outer_thread: str | None = None):
         if isinstance(s, For):
             if s.kind == GPU_BLOCK:
                 if threads:
@@ -111,11 +123,21 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                 if blocks == 0:
                     kernel_has_threads = _has_kind(s.body, GPU_THREAD)
                     top_block = s.var
-                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True)
+                return visit(s.body, blocks + 1, threads, cpu, thread_size, kernel_has_threads, top_block, True,
+                             outer_thread)
             if s.kind == GPU_THREAD:
                 if not blocks:
                     raise _error(f"GPU thread loop {_pretty(s.var)} is not inside a GPU block loop", sched, s.var,
                                  "mark an outer loop gpu_blocks (gpu_tile does both)")
+                if outer_thread is not None and _stage(outer_thread) != _stage(s.var):
+                    # the inner nest's threads write what the outer loop's thread reads: a
+                    # barrier inside a thread loop, which not every thread reaches
+                    raise _error(f"GPU thread loop {_pretty(s.var)} is inside GPU thread loop "
+                                 f"{_pretty(outer_thread)}: the block's threads would need a barrier inside a "
+                                 "thread loop", sched, s.var,
+                                 f"compute '{_loop_parts(s.var)[0]}' at a block loop (in shared memory, the "
+                                 "block's threads share the work), or drop its gpu_threads (each thread computes "
+                                 "what it reads, in local memory)", names=("gpu_threads", "gpu_tile"))
                 if threads >= MAX_GPU_DIMS:
                     raise _error(f"more than {MAX_GPU_DIMS} GPU thread dims at loop {_pretty(s.var)}", sched,
                                  s.var, "fuse loops first (fuse(x, y, xy)), or keep some serial")
@@ -124,7 +146,8 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
                 if n is not None and size > MAX_THREADS:
                     raise _error(f"a GPU block of {size} threads (at loop {_pretty(s.var)}): at most {MAX_THREADS} "
                                  "threads per block", sched, s.var, "use smaller tiles")
-                return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block)
+                return visit(s.body, blocks, threads + 1, cpu, size, kernel_has_threads, top_block, False,
+                             outer_thread or s.var)
             if s.kind == "parallel" and blocks:
                 raise _error(f"parallel loop {_pretty(s.var)} is inside a GPU kernel (of block loop "
                              f"{_pretty(top_block)})", sched, s.var,
@@ -137,7 +160,7 @@ def check_gpu_loops(stmt: Stmt, sched: Schedule | None) -> Stmt:
         for k in children(s):
             # (lets may lie between the block loops of one nest)
             visit(k, blocks, threads, cpu, thread_size, kernel_has_threads, top_block,
-                  in_block_chain and isinstance(s, LetStmt))
+                  in_block_chain and isinstance(s, LetStmt), outer_thread)
     visit(stmt, 0, 0, None, 1, False, None)
     return stmt
 
@@ -518,3 +541,113 @@ def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
     visit(stmt)
     return out
 
+
+
+# ------------------------------------------------------------------ shared memory limit
+ERR_SHARED_MEMORY = 8       # run-time error codes (hdsl/lower/loops.py has 1 .. 6 and 10, runtime/device.py 7)
+ERR_BLOCK_THREADS = 9
+
+
+def check_block_limits(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
+    """Each kernel's shared memory against what a block of the target may have
+    (Target.shared_memory_limit): where its bound is a constant, an error at the directive
+    that puts the (largest) Func in shared memory when it is over; where the bound depends on
+    run-time sizes (a parameter, the input's size), an Assert before the launch whose failure
+    the runtime reports at that directive (shared_memory_error). Likewise a block's threads
+    where their count is a run-time value (check_gpu_loops refuses a constant one over 1024):
+    an Assert before the launch, reported at the kernel's Func's GPU directive."""
+    limit = target.shared_memory_limit
+    if limit is None:
+        return stmt
+    from hdsl.ir.func import topo_order
+    from hdsl.ir.stmt import Assert
+    from hdsl.ir.types import BOOL
+    order = {f.name: i for i, f in enumerate(topo_order(p.outputs))}
+
+    def visit(s: Stmt) -> Stmt:
+        if isinstance(s, LaunchKernel):
+            k = s.kernel
+            count: Expr = Const(I64, 1)
+            for t in k.threads:
+                count = BinOp("*", count, _cast(t, I64), I64)
+            count = simplify(count)
+            if not isinstance(count, Const):
+                ok = BinOp("<=", count, Const(I64, MAX_THREADS), BOOL)
+                s = block(Assert(ok, ERR_BLOCK_THREADS, (Const(I64, order.get(_loop_parts(k.body.var)[0], -1)),
+                                                         count)), s)
+            funcs = _shared_funcs(k.body)
+            if not funcs:
+                return s
+            total = _const(k.shared_bytes)
+            func = max(funcs, key=lambda f: funcs[f] if funcs[f] is not None else -1)
+            if total is not None:
+                if total > limit:
+                    raise shared_memory_error(func, total, limit, target, sched, p, kernel=k.name,
+                                              others=[f for f in funcs if f != func])
+                return s
+            ok = BinOp("<=", k.shared_bytes, Const(I64, limit), BOOL)
+            return block(Assert(ok, ERR_SHARED_MEMORY, (Const(I64, order.get(func, -1)), k.shared_bytes,
+                                                        Const(I64, limit))), s)
+        kids = children(s)
+        if not kids:
+            return s
+        return with_children(s, [visit(k) for k in kids])
+    return visit(stmt)
+
+
+def _shared_funcs(s: Stmt) -> dict:
+    """The Funcs in a kernel's shared memory: name -> their constant bytes, or None."""
+    out: dict = {}
+    if isinstance(s, Allocate) and s.memory == "gpu_shared":
+        n = _const(BinOp("*", _cast(s.size, I64), Const(I64, max(1, s.type.bits // 8)), I64))
+        out[s.name] = n
+    for k in children(s):
+        for name, n in _shared_funcs(k).items():
+            out[name] = n if name not in out else None
+    return out
+
+
+def shared_memory_error(func: str, nbytes: int, limit: int, target, sched: Schedule | None, p=None,
+                        kernel: str | None = None, others=(), at_run_time: bool = False) -> HdslError:
+    """'func' in shared memory takes a kernel over the target's limit: an error at the
+    directive that puts it there (its store_at, else its compute_at)."""
+    d = None
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            if sched.funcs[fid].name == func:
+                d = next((x for x in ds if x.name == "store_at"), None) or \
+                    next((x for x in ds if x.name == "compute_at"), None)
+    sm = target.sm
+    also = f" (with {', '.join(repr(o) for o in others)})" if others else ""
+    when = " at these sizes" if at_run_time else ""
+    msg = (f"'{func}' in GPU shared memory{also} needs {nbytes} bytes per block{when}"
+           f"{f' (kernel {kernel})' if kernel else ''}, more than the {limit} ({limit // 1024} KB) a block "
+           f"may have on sm_{sm}")
+    hint = ("compute it at a block loop of smaller tiles (gpu_tile sizes), or at a thread loop (local memory), "
+            "or compute_root()")
+    if at_run_time:
+        hint = ("its size depends on run-time values: bound it with constant tiles (gpu_tile, split) or bound() "
+                "on the dims whose extent depends on the input or a parameter; or " + hint)
+    bigger = [f"cuda-sm_{a} ({b // 1024} KB)" for a, b in sorted(_limits().items()) if b > limit]
+    if bigger:
+        hint += "; or a target with more: " + ", ".join(bigger)
+    return HdslError(msg, d.span if d is not None else None, hint)
+
+
+def block_threads_error(func: str, count: int, sched: Schedule | None) -> HdslError:
+    """A kernel of 'func' launched with more threads per block than CUDA allows (their
+    count a run-time value): an error at the Func's GPU directive."""
+    d = None
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            if sched.funcs[fid].name == func:
+                d = next((x for x in ds if x.name in GPU_DIRECTIVES), d)
+    return HdslError(f"a GPU block of {count} threads at these sizes (the kernel of '{func}'): at most "
+                     f"{MAX_THREADS} threads per block", d.span if d is not None else None,
+                     "its thread loops' extents are run-time values: give them constant sizes (gpu_tile, or "
+                     "split before gpu_threads)")
+
+
+def _limits() -> dict:
+    from hdsl.target import SHARED_MEMORY_LIMIT
+    return SHARED_MEMORY_LIMIT

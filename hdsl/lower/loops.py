@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
-from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions
+from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions, tile_parts
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
                           own_exprs, with_children)
@@ -29,7 +29,7 @@ ERR_BOUND_DIRECTIVE = 3
 ERR_OUT_OF_MEMORY = 4
 ERR_BAD_BUFFER = 5
 ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
-ERR_FOLD_TOO_SMALL = 7          # a fold_storage factor under the rows a sliding window holds
+ERR_FOLD_TOO_SMALL = 10         # a fold_storage factor under the rows a sliding window holds
 
 
 def V(name: str) -> Var:
@@ -318,18 +318,15 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
         elif d.name == "reorder":
             shape.reorder(list(a))
         elif d.name in ("tile", "gpu_tile") and len(a) >= 6:
-            if len(a) == 6:
-                x, y, xi, yi, w, h = a
-                xo, yo = x, y
-            else:
-                x, y, xo, yo, xi, yi, w, h = a
-            tx, ty = tail_of(x, w, d), tail_of(y, h, d)
-            shape.split(x, xo, xi, w, tx)
-            shape.split(y, yo, yi, h, ty)
-            shape.reorder([xi, yi, xo, yo])
+            parts = tile_parts(a)
+            tails = [tail_of(x, n, d) for x, _, _, n in parts]
+            for (x, xo, xi, n), t in zip(parts, tails):
+                shape.split(x, xo, xi, n, t)
+            shape.reorder([p[2] for p in parts] + [p[1] for p in parts])
             if d.name == "gpu_tile":
-                for v, kind in ((xo, GPU_BLOCK), (yo, GPU_BLOCK), (xi, GPU_THREAD), (yi, GPU_THREAD)):
-                    shape.kinds[shape.internal[v]] = kind
+                for _, xo, xi, _ in parts:
+                    shape.kinds[shape.internal[xo]] = GPU_BLOCK
+                    shape.kinds[shape.internal[xi]] = GPU_THREAD
         elif d.name == "gpu_tile":
             shape.split(a[0], a[0], a[1], a[2], tail_of(a[0], a[2], d))
             shape.kinds[shape.internal[a[0]]] = GPU_BLOCK
@@ -877,7 +874,7 @@ def shift_requirements(p, schedule: str | None, target="host") -> list[tuple[int
             if d.name == "split":
                 pairs = [(a[0], a[3])]
             elif d.name in ("tile", "gpu_tile") and len(a) >= 6:
-                pairs = [(a[0], a[-2]), (a[1], a[-1])]
+                pairs = [(x, n) for x, _, _, n in tile_parts(a)]
             elif d.name == "gpu_tile":
                 pairs = [(a[0], a[2])]
             elif d.name in ("vectorize", "unroll", "parallel") and len(a) == 2:

@@ -13,7 +13,7 @@ from hdsl.ir.verify import entry_symbols, verify
 from hdsl.ir.stmt import Assert, Block, Stmt, block
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
-from hdsl.lower.gpu import check_gpu_loops, device_copies, gpu_memory, outline_kernels
+from hdsl.lower.gpu import check_gpu_loops, check_block_limits, device_copies, gpu_memory, outline_kernels
 from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
@@ -27,14 +27,16 @@ from hdsl.schedule.record import refuse_unsupported
 from hdsl.target import Target, parse_target
 
 PASSES = ("schedule_functions", "check_gpu_loops", "bounds_checks", "strip_region_clamps", "flatten", "gpu_memory",
-          "partition_loops", "hoist_invariants", "outline_kernels", "device_copies")
+          "partition_loops", "hoist_invariants", "outline_kernels", "check_block_limits", "device_copies")
 
 
 def choose_schedule(p: Pipeline, name: str | None, target: "str | Target" = "host") -> Schedule | None:
     """The schedule block named, else the target's own (`schedule cuda` for the CUDA targets and
     cuda-emulate, `schedule opengl` for opengl), else `schedule avx2` on a CPU target with AVX2's
     256-bit vectors (x86-64-avx2, a host without AVX-512), else `schedule cpu`, else the unnamed
-    one."""
+    one. (A Schedule itself is taken as it is: the automatic scheduler lowers its candidates.)"""
+    if isinstance(name, Schedule):
+        return name
     if name == "auto":
         # the automatic scheduler's (whether or not the file has a `schedule auto` block)
         from hdsl.schedule.auto import auto_schedule
@@ -341,6 +343,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
     stmt = run("partition_loops", partition_loops, stmt)
     stmt = run("hoist_invariants", hoist_invariants, stmt)
     stmt = run("outline_kernels", outline_kernels, stmt, target.device, entry_symbols(p), p.name)
+    stmt = run("check_block_limits", check_block_limits, stmt, p, sched, target)
     if target.device == "opengl":
         from hdsl.lower.fragment import mark_fragments
         stmt = mark_fragments(stmt, sched)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, intern, substitute, walk
-from hdsl.ir.func import Directive, Func, RDom, Update
+from hdsl.ir.func import Directive, Func, RDom, Update, tile_parts
 from hdsl.ir.types import BOOL, I32, Type
 from hdsl.lower.inline import Definitions
 from hdsl.lower.loops import FuncSchedule, Level
@@ -366,10 +366,8 @@ def _derive(e: Directive, origin: dict) -> None:
     elif e.name == "fuse":
         origin[a[2]] = origin.get(a[0], set()) | origin.get(a[1], set())
     elif e.name in ("tile", "gpu_tile") and len(a) >= 6:
-        x, y = a[0], a[1]
-        xo, yo, xi, yi = (x, y, a[2], a[3]) if len(a) == 6 else a[2:6]
-        origin[xo], origin[xi] = origin.get(x, set()), origin.get(x, set())
-        origin[yo], origin[yi] = origin.get(y, set()), origin.get(y, set())
+        for x, xo, xi, _ in tile_parts(a):
+            origin[xo], origin[xi] = origin.get(x, set()), origin.get(x, set())
     elif e.name in ("vectorize", "unroll", "parallel") and len(a) == 2:
         origin[a[0] + "_i"] = origin.get(a[0], set())
 

@@ -256,10 +256,20 @@ def _binop(e: BinOp, scope):
                                        Const(I32, 0)))
             if a[0] is not None and a[1] is not None:
                 # a % b is a itself when 0 <= a < b: decided at run time, like the evaluator
-                inside = BinOp("&&", BinOp(">=", a[0], Const(I32, 0), BOOL), BinOp("<", a[1], b[0], BOOL), BOOL)
+                inside = simplify(BinOp("&&", BinOp(">=", a[0], Const(I32, 0), BOOL),
+                                        BinOp("<", a[1], b[0], BOOL), BOOL))
+                if isinstance(inside, Const) and inside.value:
+                    # provably a itself (a fused loop's `min + t % extent` over t in
+                    # 0 .. extent - 1): exactly a's bounds, which later cancel against the
+                    # loop's (min + (max - min) is max); the min with the whole range below
+                    # would keep both sides and widen once they are bounded apart
+                    return a
                 # (kept within the whole range too, so that bounding the select later,
                 # as the union of its sides, never widens past [0, |b| - 1])
-                return (simplify(BinOp("max", Select(inside, a[0], whole[0], I32), whole[0], I32)),
+                # (and the lower bound at most |b| - 1: bounded over an outer loop, the
+                # select's sides are bounded apart, and a[0] alone may exceed it)
+                return (simplify(BinOp("min", BinOp("max", Select(inside, a[0], whole[0], I32), whole[0], I32),
+                                       whole[1], I32)),
                         simplify(BinOp("min", Select(inside, a[1], whole[1], I32), whole[1], I32)))
             return whole
         return (None, None)

@@ -32,6 +32,7 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError
 from hdsl.runtime.device import Device
+from hdsl.target import STATIC_SHARED_LIMIT
 
 NO_CUDA = ("the cuda target runs only on a machine with an NVIDIA GPU, its driver and pycuda ({why}); "
            "there, install them with `pip install 'hdsl[cuda]'`, or run GPU schedules on this machine "
@@ -42,7 +43,8 @@ NO_CUDA = ("the cuda target runs only on a machine with an NVIDIA GPU, its drive
 class DeviceCode:
     """A pipeline's kernels: one PTX module, and per kernel its parameters' sizes in bytes and
     "dynamic_shared": None (static shared memory only) or the bytes of dynamic shared memory
-    it needs beyond the launch's shared_bytes (hdsl/codegen/ptx.py: dynamic_shared_slack)."""
+    it needs beyond the launch's shared_bytes (hdsl/codegen/ptx.py: dynamic_shared_slack), and
+    "static_shared": the bytes of its static `.shared` arrays."""
     ptx: str
     kernels: dict           # name -> {"params": [bytes, ...], "dynamic_shared": bytes | None}
 
@@ -60,12 +62,12 @@ class DeviceCode:
 
 def device_code(stmt, target, name: str = "hdsl_kernels") -> DeviceCode:
     """The PTX of every kernel a lowered pipeline launches, for the target's sm and fast_math."""
-    from hdsl.codegen.ptx import compile_ptx, dynamic_shared_slack, param_bytes
+    from hdsl.codegen.ptx import compile_ptx, dynamic_shared_slack, param_bytes, static_shared_bytes
     from hdsl.lower.gpu import kernels_of
     kernels = [launch.kernel for launch in kernels_of(stmt)]
     ptx = compile_ptx(kernels, sm=target.sm or 75, fast_math=target.fast_math, name=name)
-    return DeviceCode(ptx, {k.name: {"params": param_bytes(k), "dynamic_shared": dynamic_shared_slack(k)}
-                            for k in kernels})
+    return DeviceCode(ptx, {k.name: {"params": param_bytes(k), "dynamic_shared": dynamic_shared_slack(k),
+                                     "static_shared": static_shared_bytes(k)} for k in kernels})
 
 
 def cached_device_code(variant, cache_path) -> DeviceCode:
@@ -97,6 +99,7 @@ def pack_args(slots, sizes) -> list:
 _state_lock = threading.Lock()
 _context = None
 _modules: dict[str, object] = {}          # sha256 of the PTX -> pycuda Module
+_opted_in: dict[tuple, int] = {}          # (id of a Module, kernel) -> the dynamic shared bytes it opted in to
 
 
 def _driver():
@@ -183,6 +186,14 @@ class CudaDevice(Device):
         slack = info["dynamic_shared"]
         shared = 0 if slack is None else int(shared_bytes) + int(slack)
         try:
+            opted = _opted_in.get((id(self.module), kernel), 0)
+            if shared + info.get("static_shared", 0) > STATIC_SHARED_LIMIT and opted < shared:
+                # more than 48 KB of shared memory needs the kernel's opt-in to that much
+                # dynamic shared memory, up to the target's limit that lowering checked
+                # (pycuda's Function.set_attribute, src/wrapper/wrap_cudadrv.cpp; the
+                # driver's cuFuncSetAttribute)
+                fn.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+                _opted_in[(id(self.module), kernel)] = shared
             fn(*pack_args(args, info["params"]), grid=tuple(int(g) for g in grid),
                block=tuple(int(t) for t in threads), shared=shared)
             cuda.Context.synchronize()

@@ -12,6 +12,7 @@ from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import (ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_FOLD_TOO_SMALL, ERR_INPUT_BOUNDS,
                               ERR_OUTPUT_BOUNDS)
+from hdsl.lower.gpu import ERR_BLOCK_THREADS, ERR_SHARED_MEMORY
 from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
 
@@ -278,6 +279,16 @@ class NativePipeline:
         return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
                          "widen the bound, or shrink the output")
 
+    def shared_memory_error(self, info) -> HdslError:
+        """info: the Func in shared memory (its index in topological order), the bytes, the limit."""
+        from hdsl.ir.func import topo_order
+        from hdsl.lower.gpu import shared_memory_error
+        from hdsl.lower.lower import choose_schedule
+        funcs = topo_order(self.p.outputs)
+        name = funcs[info[0]].name if 0 <= info[0] < len(funcs) else "a Func"
+        sched = choose_schedule(self.p, self.schedule, self.target)
+        return shared_memory_error(name, int(info[1]), int(info[2]), self.target, sched, at_run_time=True)
+
     def error(self, code: int, info, inputs, sizes, mins=None, params=None) -> HdslError:
         if code == ERR_INPUT_BOUNDS:
             b = self.p.inputs[info[0]]
@@ -294,6 +305,15 @@ class NativePipeline:
             return output_written_outside(f.name, d, info[2], info[3], lo, lo + sizes[info[0]][d] - 1)
         if code == ERR_BOUND_DIRECTIVE:
             return self.bound_error(info, inputs, params)
+        if code == ERR_SHARED_MEMORY:
+            return self.shared_memory_error(info)
+        if code == ERR_BLOCK_THREADS:
+            from hdsl.ir.func import topo_order
+            from hdsl.lower.gpu import block_threads_error
+            from hdsl.lower.lower import choose_schedule
+            funcs = topo_order(self.p.outputs)
+            name = funcs[info[0]].name if 0 <= info[0] < len(funcs) else "a Func"
+            return block_threads_error(name, int(info[1]), choose_schedule(self.p, self.schedule, self.target))
         if code == 4:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:

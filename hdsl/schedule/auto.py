@@ -482,7 +482,9 @@ def estimate_lines(p: Pipeline) -> list[str]:
 
 def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
     """The automatic schedule's chains, by the name of the Func they schedule (consumers first)."""
-    rules_for(target)
+    if rules_for(target) == "cuda":
+        from hdsl.schedule.auto_gpu import gpu_genes       # (the GPU rules' own module)
+        return gpu_genes(p, target)
     stages = analyse(p, target)
     decide(p, stages)
     tiled_roots = {id(s.at[0]) for s in stages.values() if s.choice == "at"}
@@ -520,13 +522,16 @@ def auto_text(p: Pipeline, target: str = "host") -> str:
     return "\n".join(estimate_lines(p) + [line for lines in genes.values() for line in lines]) + "\n"
 
 
-def rules_for(target: str) -> None:
-    """The hook for targets: the CPU rules above serve every CPU target; a GPU target
-    (cuda, opengl) needs gpu_tile rules of its own (the 2018 paper's 16x16x4 tiles)."""
+def rules_for(target: str) -> str:
+    """The hook for targets: "cpu", the rules above, for every CPU target; "cuda" for the
+    CUDA targets and cuda-emulate, whose gpu_tile rules are hdsl/schedule/auto_gpu.py's."""
+    if parse_target(target).arch == "cuda":
+        return "cuda"
     if parse_target(target).base not in CPU_TARGETS:
         raise HdslError(f"the automatic scheduler has no rules for target '{target}' yet", None,
                         "it schedules for the CPU (host, x86-64-avx2, x86-64-avx512); write a "
                         "`schedule NAME { ... }` block for this target")
+    return "cpu"
 
 
 def auto_schedule(p: Pipeline, target: str = "host") -> Schedule:

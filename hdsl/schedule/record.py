@@ -18,7 +18,7 @@ from hdsl.frontend import ast
 from hdsl.frontend.errors import Poisoned
 from hdsl.frontend.values import FuncVal, Scope
 from hdsl.ir.expr import Const, FuncCall, RVar, Var, intern, walk
-from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions
+from hdsl.ir.func import Directive, Func, Schedule, callees, inner_loop_name, pure_positions, tile_parts
 from hdsl.ir.ops import fold_const_int
 from hdsl.ir.types import I32
 
@@ -43,7 +43,9 @@ SIGNATURES: dict[str, list[list[str]]] = {
     "gpu_blocks": [["var"], ["var", "var"], ["var", "var", "var"]],
     "gpu_threads": [["var"], ["var", "var"], ["var", "var", "var"]],
     "gpu_tile": [["var", "new", "int"], ["var", "var", "new", "new", "int", "int"],
-                 ["var", "var", "new", "new", "new", "new", "int", "int"]],
+                 ["var", "var", "new", "new", "new", "new", "int", "int"],
+                 ["var", "var", "var", "new", "new", "new", "int", "int", "int"],
+                 ["var", "var", "var", "new", "new", "new", "new", "new", "new", "int", "int", "int"]],
     "update": [["int"]],
     "rfactor": [["rvar", "new"]],
     "tile_iir": [["dim", "int"]],
@@ -60,7 +62,8 @@ USAGE = {
     "estimate": "estimate(v, min, extent)", "reorder_storage": "reorder_storage(v1, v2, ...)",
     "gpu_blocks": "gpu_blocks(x), gpu_blocks(x, y) or gpu_blocks(x, y, z)",
     "gpu_threads": "gpu_threads(x), gpu_threads(x, y) or gpu_threads(x, y, z)",
-    "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h) or gpu_tile(x, y, xo, yo, xi, yi, w, h)",
+    "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h), gpu_tile(x, y, xo, yo, xi, yi, w, h), "
+                "gpu_tile(x, y, z, xi, yi, zi, w, h, d) or gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, w, h, d)",
     "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
     "fold_storage": "fold_storage(v, n)",
     "glsl": "glsl(x, y, c) or glsl(x, y)",
@@ -312,7 +315,8 @@ class _Recorder:
         st = self.state(f, stage) if name != "update" else None
         # a split's outer loop may keep the old loop's name, split(x, x, xi, 8) (Halide's too):
         # position -> the position of the loop it splits
-        outer_of = {1: 0} if name == "split" else {2: 0, 3: 1} if name in ("tile", "gpu_tile") and n == 8 else {}
+        outer_of = {1: 0} if name == "split" else {2: 0, 3: 1} if name in ("tile", "gpu_tile") and n == 8 else \
+            {3: 0, 4: 1, 5: 2} if name == "gpu_tile" and n == 12 else {}
         for i, a in enumerate(call.args):
             kind = sig[i] if i < len(sig) and sig[i] != "*" else sig[-2]
             keeps = out[outer_of[i]] if i in outer_of else None
@@ -405,18 +409,16 @@ class _Recorder:
             v[v.index(a)] = ab
             st.derive(a, ab, origins=(a, b))
         elif name in ("tile", "gpu_tile") and len(args) >= 6:
-            if len(args) == 6:
-                x, y, xi, yi = args[:4]
-                xo, yo = x, y
-            else:
-                x, y, xo, yo, xi, yi = args[:6]
-            if x == y:
-                el.error(f"{name} needs two different loops", at(1))
-            for old, inner, outer in ((x, xi, xo), (y, yi, yo)):
+            parts = tile_parts(args)
+            loops = [p[0] for p in parts]
+            for k, x in enumerate(loops):
+                if x in loops[:k]:
+                    el.error(f"{name} needs {len(loops)} different loops", at(k))
+            for old, outer, inner, _ in parts:
                 i = v.index(old)
                 v[i:i + 1] = [inner, outer]
                 st.derive(old, inner, outer)
-            self._reorder(st, [xi, yi, xo, yo], call)
+            self._reorder(st, [p[2] for p in parts] + [p[1] for p in parts], call)
         elif name == "gpu_tile":
             i = v.index(args[0])
             v[i:i + 1] = [args[1], args[0]]

@@ -44,7 +44,8 @@ def hunt(name, count, first):
     failures = 0
     for s in range(first, first + count):
         ch = RandomChooser(f"{name}-{s}")
-        block = generate(pi, ch, exclude=EXCLUDE, gpu_valid=TARGET.startswith("cuda")).block("fuzz")
+        gpu = TARGET.startswith("cuda")
+        block = generate(pi, ch, exclude=EXCLUDE, gpu_valid=gpu, gpu_wide=gpu).block("fuzz")
         w, h, seed = ch.int(1, 19), ch.int(1, 13), ch.int(0, 3)
         pidx = ch.int(0, len(spec.params) - 1)
         if os.environ.get("HUNT_ECHO"):

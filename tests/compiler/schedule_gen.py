@@ -44,7 +44,8 @@ The generator follows Halide's legality rules (and hdsl's schedule checker):
   (else one thread of the block computes it), one
   computed at or inside a thread loop is per thread; nothing is computed between block and
   thread loops; no parallel, vectorize or unroll (a kernel may not lie inside them), no
-  rfactor, tile_iir or store_at.
+  rfactor, tile_iir or store_at. `gpu_wide=True` (the CUDA fuzz) widens them: 3-D gpu_tile,
+  tail strategies on gpu_tile, updates on the GPU over their pure vars.
 
 A `Chooser` makes every decision, so the same code serves Hypothesis (which
 then shrinks the schedule) and plain seeded `random` (for the repro helper).
@@ -271,32 +272,46 @@ class Stage:
         else:
             self.lines.append(f"{kind}({', '.join(ch.subset_permutation(names, ch.int(1, min(2, len(names)))))})")
 
-    def gpu_valid(self, ch: Chooser) -> bool:
-        """A GPU mapping a GPU target runs: gpu_tile (2-D or 1-D), or gpu_blocks(a) and
-        gpu_threads(b) with b, of a small known extent, inside a; marks the loops gpu_block /
-        gpu_thread."""
+    def gpu_valid(self, ch: Chooser, tails: tuple = ()) -> bool:
+        """A GPU mapping a GPU target runs: gpu_tile (2-D or 1-D; 3-D where `tails` is given),
+        or gpu_blocks(a) and gpu_threads(b) with b, of a small known extent, inside a; marks
+        the loops gpu_block / gpu_thread. `tails`: the tail strategies a gpu_tile may name
+        (besides none) — the CUDA fuzz's wider schedules; none for OpenGL's, as before."""
         cands = [l for l in self.loops if l.nameable and l.kind == "serial" and not l.comps]
         if not cands:
             return False
-        kind = ch.choice(["tile2", "tile1", "blocks_threads"] if len(cands) >= 2 else ["tile1"])
+        kinds = ["tile2", "tile1", "blocks_threads"] if len(cands) >= 2 else ["tile1"]
+        # 3-D: three neighbouring loops (else a loop between two of them would lie between
+        # the block loops, which is an error: a serial loop inside the kernel's grid)
+        runs = [self.loops[i:i + 3] for i in range(len(self.loops) - 2)
+                if all(l in cands for l in self.loops[i:i + 3])]
+        if tails and runs:
+            kinds.append("tile3")
+        kind = ch.choice(kinds)
         if kind == "blocks_threads" and not any(l.extent is not None and l.extent <= 32 for l in cands):
             kind = "tile2"
-        if kind == "tile2":
-            lx, ly = ch.subset_permutation(cands, 2)
-            w, h = self.factor(ch), self.factor(ch)
-            xi, yi = self.fresh(), self.fresh()
+        tail = ""
+        if tails and kind != "blocks_threads":
+            t = ch.choice([None, *tails])
+            tail = f", {t}" if t else ""
+        if kind in ("tile2", "tile3"):
+            picked = ch.subset_permutation(cands, 2) if kind == "tile2" else \
+                ch.subset_permutation(ch.choice(runs), 3)
+            sizes = [self.factor(ch) for _ in picked]          # (at most 9 x 9 x 9 threads)
+            inners = [self.fresh() for _ in picked]
             trial = list(self.loops)
-            for l, inner, n in ((lx, xi, w), (ly, yi, h)):
+            for l, inner, n in zip(picked, inners, sizes):
                 i = [t.name for t in trial].index(l.name)
                 trial[i:i + 1] = self._split_loops(l, l.name, inner, n)
-            trial = _reordered(trial, [xi, yi, lx.name, ly.name])
+            trial = _reordered(trial, inners + [l.name for l in picked])
             for t in trial:
-                if t.name in (xi, yi):
+                if t.name in inners:
                     t.kind = "gpu_thread"
-                elif t.name in (lx.name, ly.name):
+                elif t.name in [l.name for l in picked]:
                     t.kind = "gpu_block"
             self.loops = trial
-            self.lines.append(f"gpu_tile({lx.name}, {ly.name}, {xi}, {yi}, {w}, {h})")
+            self.lines.append(f"gpu_tile({', '.join(l.name for l in picked)}, {', '.join(inners)}, "
+                              f"{', '.join(map(str, sizes))}{tail})")
         elif kind == "tile1":
             l = ch.choice(cands)
             n = self.factor(ch)
@@ -305,7 +320,7 @@ class Stage:
             new = self._split_loops(l, l.name, inner, n)
             new[0].kind, new[1].kind = "gpu_thread", "gpu_block"
             self.loops[i:i + 1] = new
-            self.lines.append(f"gpu_tile({l.name}, {inner}, {n})")
+            self.lines.append(f"gpu_tile({l.name}, {inner}, {n}{tail})")
         else:
             # the threads: a loop of a small known extent (a split's inner loop; a whole
             # dimension may be bound() to more than a block's 1024 threads)
@@ -490,7 +505,8 @@ def _renderable(t) -> bool:
 
 def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
              output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None,
-             gpu: bool = False, gpu_valid: bool = False, fragment: bool = False) -> Generated:
+             gpu: bool = False, gpu_valid: bool = False, gpu_wide: bool = False,
+             fragment: bool = False) -> Generated:
     """A random valid schedule. `exclude` names directives (DIRECTIVES, "rfactor", "bound",
     "reorder_storage") or choices (AVOIDABLE) not to generate: only for hunting bugs past known
     ones, the tests exclude nothing. `output_sizes` (output name -> the size realized) and
@@ -498,7 +514,11 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
     adds GPU directives (the first materialised Func always gets one). `fragment` (with
     gpu_valid, for OpenGL): a pure 2-D Func of one 8/16/32-bit value at the root may instead be
     rendered by OpenGL's fragment path, `glsl(x, y)` as its only loop directive (nothing is
-    computed inside its loops: a fragment has no shared memory)."""
+    computed inside its loops: a fragment has no shared memory). `gpu_valid` gives GPU
+    schedules a GPU target runs, and `gpu_wide` with it wider ones (the CUDA fuzz's): 3-D
+    gpu_tile, tail strategies on gpu_tile (round_up only on an intermediate, and only where
+    `bound_box` says every input read has a boundary condition), and updates of GPU Funcs
+    tiled over their pure vars (each point's reduction in its own thread)."""
     out = Generated()
     rendered: set[int] = set()               # id(Func) of the glsl(...) ones
     if gpu_valid:
@@ -673,12 +693,20 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                 st.random_directive(ch, directives)
             if gpu and st.index < 0 and (not stages or ch.bool(30)):
                 st.gpu(ch)
+            tails = ()
+            if gpu_wide:
+                tails = ("guard_with_if", "shift_inwards") + \
+                    (("round_up",) if not inf.is_output and bound_box is not None else ())
             if gpu_valid and st.index < 0:
                 if ctx[id(f)] == "block":
                     if ch.bool(70):       # (else one thread of the block computes it)
                         st.threads_only(ch)
                 elif ctx[id(f)] == "host" and (inf.is_output or ch.bool(50)):
-                    st.gpu_valid(ch)
+                    st.gpu_valid(ch, tails)
+            elif gpu_valid and gpu_wide and ctx[id(f)] == "host" and ch.bool(40):
+                # an update on the GPU: its pure vars' loops only (an update reads its Func at
+                # the same values of its pure vars, so their iterations never race)
+                st.gpu_valid(ch, ("guard_with_if",))
             if st.index >= 0 and "rfactor" not in exclude:
                 u = f.updates[st.index]
                 dims = rfactor_dims(f, u)

@@ -727,3 +727,40 @@ schedule s {
     got, expected = both(text, "s", (4, 1), img=img)
     assert expected.tolist() == [[(int(img[0, x + 1]) - int(img[2, x])) % 256 for x in range(4)]]
     assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("target, size, block", [
+    # (issue 15 item 6) the CPU fuzz case: v's fused loop `x = min + t % extent` over t in
+    # 0 .. extent - 1 was bounded as min + min(max - min, ...), whose sides, bounded apart
+    # over h's tiles, said v reads the output f at x = 0 .. 34 of 0 .. 27. Halide 21 (the
+    # halide PyPI package) compiles and runs this schedule: the bug was hdsl's.
+    ("host", (28, 21), """
+    h.split(x, t1, t2, 8)
+    h.tile(t1, t2, t3, t4, 5, 7)
+    v.fuse(x, y, t1)
+    v.compute_at(h, t1)
+    w.split(x, t1, t2, 6)"""),
+    # the GPU fuzz's (found by its 3-D and tail draws; the same on the host with splits):
+    # w's fused loop at g's split fused loop; the lower bound of `t % extent` over an outer
+    # loop was not capped at extent - 1, so f was read at y = 0 .. 114 of 0 .. 1
+    ("host", (58, 2), """
+    h.fuse(y, x, t1)
+    h.split(t1, t1, t2, 4, guard_with_if)
+    rs.split(y, t1, t2, 4)
+    rs.tile(t2, t1, t3, t4, t5, t6, 5, 1)
+    rs.update(0).tile(y, r.x, t1, t2, 4, 9)
+    g.fuse(y, x, t1)
+    g.split(t1, t1, t2, 2, guard_with_if)
+    w.fuse(x, y, t1)
+    w.compute_at(g, t1)
+    f.split(y, t1, t2, 8)"""),
+])
+def test_fused_loops_read_an_output_within_its_buffer(target, size, block):
+    from compiler_corpus import CORPUS, compare, for_schedule, load, reference
+    spec = CORPUS["multi_feed"]
+    block = "schedule fuzz {" + block + "\n}"
+    c = load(spec, block).compile(target, schedule="fuzz")
+    for seed in (0, 2):
+        args, expected = reference(spec, *size, seed)
+        got = c.realize(spec.sizes(*size), **args)
+        compare(for_schedule(spec, block, expected), got, expected, f"seed {seed}: ")

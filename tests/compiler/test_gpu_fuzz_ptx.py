@@ -27,7 +27,7 @@ def lowered_gpu_schedule(name: str, target):
     refused = []
     for k in range(5):
         g = generate(pipeline_info(name), RandomChooser(f"ptx-{name}-{k}"), output_sizes=output_sizes(spec, 16, 16),
-                     bound_box=bound_box(spec, 16, 16), gpu_valid=True)
+                     bound_box=bound_box(spec, 16, 16), gpu_valid=True, gpu_wide=True)
         block = g.block("fuzz")
         try:
             return lower(load(spec, block).ir, "fuzz", target), block

@@ -78,9 +78,15 @@ class FakeDriver:
                     drv.calls.append(("launch", name, args, grid, block, shared))
                     if drv.fail_launch:
                         raise Error("cuLaunchKernel failed: too many resources requested for launch")
+
+                def set_attribute(attr, value):
+                    drv.calls.append(("set_attribute", name, attr, value))
+                fn.set_attribute = set_attribute
                 return fn
 
         self.Error, self.Device, self.Context = Error, Device, Ctx
+        # (pycuda's enum, src/wrapper/wrap_cudadrv.cpp: function_attribute)
+        self.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
 
         def mem_alloc(n):
             assert drv.current is not None
@@ -115,6 +121,7 @@ def driver(monkeypatch):
     monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
     monkeypatch.setattr(cuda_rt, "_context", None)
     monkeypatch.setattr(cuda_rt, "_modules", {})
+    monkeypatch.setattr(cuda_rt, "_opted_in", {})
     monkeypatch.setattr(cuda_rt, "_state_lock", threading.Lock())     # (one a deadlocked test holds stays there)
     monkeypatch.setattr(cuda_rt.atexit, "register", lambda *a: None)
     return drv
@@ -122,7 +129,8 @@ def driver(monkeypatch):
 
 CODE = cuda_rt.DeviceCode(".version 7.3\n.target sm_75\n", {
     "k": {"params": [8, 4, 4], "dynamic_shared": None},
-    "kdyn": {"params": [8], "dynamic_shared": 32}})
+    "kdyn": {"params": [8], "dynamic_shared": 32},
+    "kbig": {"params": [8], "dynamic_shared": 16, "static_shared": 0}})
 
 
 def in_thread(fn, timeout=10.0):
@@ -196,3 +204,19 @@ def test_a_failing_launch_names_its_kernel(driver):
         dev.launch("k", None, (1, 1, 1), (1, 1, 1), 0, [0, 0, 0])
     with pytest.raises(RuntimeError, match="kernel nope is not in the loaded module"):
         dev.launch("nope", None, (1, 1, 1), (1, 1, 1), 0, [])
+
+
+def test_over_48_kb_of_shared_memory_opts_in_once_per_kernel(driver):
+    # CUDA kernels may declare 48 KB statically; more must be dynamic and opted in to with
+    # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (NVIDIA's Turing/Ampere/Hopper tuning
+    # guides): pycuda's Function.set_attribute, before the launch, not again for no more
+    dev = cuda_rt.CudaDevice()
+    in_thread(lambda: dev.use(CODE))
+    dev.launch("kdyn", None, (1, 1, 1), (1, 1, 1), 40000, [0])
+    assert not [c for c in driver.calls if c[0] == "set_attribute"]         # within 48 KB
+    dev.launch("kbig", None, (1, 1, 1), (1, 1, 1), 70000, [0])
+    dev.launch("kbig", None, (1, 1, 1), (1, 1, 1), 60000, [0])
+    sets = [c for c in driver.calls if c[0] == "set_attribute"]
+    assert sets == [("set_attribute", "kbig", "MAX_DYNAMIC_SHARED_SIZE_BYTES", 70016)]
+    launch = [c for c in driver.calls if c[0] == "launch" and c[1] == "kbig"][0]
+    assert driver.calls.index(sets[0]) < driver.calls.index(launch) and launch[5] == 70016

@@ -254,3 +254,19 @@ def test_shared_allocations_in_an_unrolled_block_loop_are_one_each():
     ptx = ptx_of([kern])
     assert len(re.findall(r"\.shared \.align 16 \.b8 \S+\[128\]", ptx)) == 2
     assert body_of(ptx, "unrolledshared").count("bar.sync") == 2
+
+
+def test_over_48_kb_of_constant_shared_memory_is_dynamic():
+    """ptxas refuses more than 48 KB of static .shared per kernel ("too much shared data");
+    beyond it CUDA needs dynamic shared memory and an opt-in (NVIDIA's Ampere and Hopper
+    tuning guides), which the runtime makes. A 72000-byte tile (18 x 1000 f32) is therefore
+    the extern array, for sm_80 and sm_90 (whose blocks may have 163 and 227 KB)."""
+    from hdsl.codegen.ptx import dynamic_shared_slack, static_shared_bytes
+    k = stencil(c(18 * 1000), name="bigtile")
+    ptx = ptx_of([k], sm=80)
+    assert re.search(r"\.extern \.shared \.align 16 \.b8 \S+\[\]", ptx)
+    assert not re.search(r"\.shared \.align 16 \.b8 \S+\[\d+\]", ptx)
+    assert "ld.shared" in body_of(ptx, "bigtile")
+    assert static_shared_bytes(k) == 0 and dynamic_shared_slack(k) == 16
+    small = stencil(c(18 * 16))
+    assert static_shared_bytes(small) == 18 * 16 * 4 and dynamic_shared_slack(small) is None

@@ -51,6 +51,29 @@ def test_bilateral_grid_cuda_schedule():
     assert counts["launch"] == 4 and counts["to_device"] == 1        # blurz+histogram, blurx, blury, out
 
 
+def test_bilateral_grid_cuda_schedule_is_halides():
+    """Halide's GPU schedule (apps/bilateral_grid/bilateral_grid_generator.cpp, lines 92-119):
+    blurz's 8x8 blocks with the histogram in shared memory (2 x 4-byte channels per grid cell;
+    at r_sigma = 0.1 the grid's z is 0 .. 11, the bins 0 .. 10 and the interpolation's
+    zj + 1, and the histogram's -2 .. 13, the z blur's taps: 16 levels); blurx and blury in
+    3-D 32x8x1 tiles, z the grid's third dim (12 blocks); below r_sigma ~ 0.008 the histogram
+    needs more than sm_75's 64 KB and the host says so at its compute_at before launching."""
+    from .test_bilateral_grid import _image
+    img = _image(40, 56)
+    c = hdsl.load(EX / "bilateral_grid.hl").compile(GPU_TARGET)
+    c(img=img, r_sigma=0.1)
+    (k0, g0, t0, s0), (k1, g1, t1, s1), (k2, g2, t2, _), _ = c.native.device.launches
+    assert k0.startswith("kernel_blurz") and t0 == (8, 8, 1) and s0 == 8 * 8 * 16 * 2 * 4
+    assert k1.startswith("kernel_blurx") and t1 == (32, 8, 1) and s1 == 0 and g1[2] == 12
+    assert k2.startswith("kernel_blury") and t2 == (32, 8, 1) and g2[2] == 12
+    with pytest.raises(hdsl.HdslError) as e:
+        c(img=img, r_sigma=0.005)        # z -2 .. 203: 206 x 64 cells x 8 bytes = 105472
+    d = e.value.diagnostics[0]
+    assert "'histogram' in GPU shared memory needs 105472 bytes per block" in d.message
+    assert d.span is not None and "histogram.reorder(c, z, x, y).compute_at(blurz, x)" in \
+        (EX / "bilateral_grid.hl").read_text().splitlines()[d.span.line - 1]
+
+
 @pytest.mark.parametrize("size", ["bundled", "101x77", "203x50"])
 def test_interpolate_cuda_schedule(size):
     from .test_interpolate import inputs, numpy_interpolate

@@ -17,6 +17,12 @@ from hdsl.lower.lower import lower
 HEAD = BLUR
 
 
+BIG_TILE = ("out.split(x, xo, xi, 256).split(y, yo, yi, 128).reorder(xi, yi, xo, yo).gpu_blocks(xo, yo)"
+            ".gpu_threads(yi)\n    bx.compute_at(out, xo).gpu_threads(y)")
+# bx's tile is a whole row of the image: its shared memory grows with the input's width
+ROW_TILE = "out.split(y, yo, yi, 128).gpu_blocks(yo).gpu_threads(yi)\n    bx.compute_at(out, yo).gpu_threads(y)"
+
+
 def low(sched: str, target="cuda-emulate"):
     return lower(hdsl.loads(with_cuda_schedule(HEAD, sched)).ir, "cuda", target)
 
@@ -103,6 +109,15 @@ def test_no_gpu_loop_is_left_outside_kernels_and_a_cpu_target_refuses_them():
      "GPU block loop 'y' of 'bx' is inside the kernel of GPU block loop 'y' of 'out'"),
     ("out.split(x, x, xi, 2).split(xi, xi, xii, 2).split(y, y, yi, 2).gpu_blocks(x, y, xi).gpu_blocks(yi)", 11,
      "more than 3 GPU block dims"),
+    # a Func with thread loops inside another Func's thread loop: its threads write what the
+    # outer loop's thread reads, which needs a barrier inside a (guarded) thread loop
+    ("out.gpu_tile(x, y, xi, yi, 16, 8)\n    bx.compute_at(out, xi).gpu_threads(x)", 12,
+     "GPU thread loop 'x' of 'bx' is inside GPU thread loop 'yi' of 'out'"),
+    ("out.split(x, xo, xi, 8).gpu_blocks(y).gpu_threads(xo)\n    bx.compute_at(out, xi).gpu_threads(x)", 12,
+     "GPU thread loop 'x' of 'bx' is inside GPU thread loop 'xo' of 'out'"),
+    # shared memory over a block's 64 KB on sm_75 (cuda-emulate's): 256 x 130 u16 = 66560 bytes
+    (BIG_TILE, 12, "'bx' in GPU shared memory needs 66560 bytes per block (kernel kernel_out_0), more than the "
+                   "65536 (64 KB) a block may have on sm_75"),
 ])
 def test_illegal_gpu_schedules_are_errors_at_the_directive(sched, line, message):
     with pytest.raises(HdslError) as e:
@@ -110,3 +125,88 @@ def test_illegal_gpu_schedules_are_errors_at_the_directive(sched, line, message)
     d = e.value.diagnostics[0]
     assert message in d.message
     assert d.span is not None and d.span.line == line
+
+
+def test_the_shared_memory_limit_is_the_targets():
+    """A block may have 64 KB of shared memory on sm_75, 163 KB on sm_80, 227 KB on sm_90
+    (NVIDIA's Turing, Ampere and Hopper tuning guides; hdsl/target.py): the 66560-byte tile
+    refused for sm_75 is a kernel for sm_80 and sm_90."""
+    from hdsl.target import parse_target
+    assert [parse_target(t).shared_memory_limit for t in ("cuda", "cuda-sm_80", "cuda-sm_90", "cuda-emulate")] == \
+        [65536, 163 * 1024, 227 * 1024, 65536]
+    assert parse_target("host").shared_memory_limit is None
+    for t in ("cuda-sm_80", "cuda-sm_90"):
+        k, = kernels_of(low(BIG_TILE, t).stmt)
+        assert k.kernel.shared_bytes.value == 256 * 130 * 2
+    with pytest.raises(HdslError, match="cuda-sm_80 \\(163 KB\\), cuda-sm_90 \\(227 KB\\)"):
+        low(BIG_TILE, "cuda")
+
+
+def test_shared_memory_that_depends_on_the_input_is_checked_before_the_launch():
+    """Where the shared memory of a block depends on run-time sizes, the host checks it
+    before the launch and reports it at the directive; within the limit the kernel runs."""
+    import numpy as np
+    p = hdsl.loads(with_cuda_schedule(HEAD, ROW_TILE))
+    c = p.compile("cuda-emulate")
+    narrow = (np.arange(40 * 100) % 997).astype(np.uint16).reshape(40, 100)     # 100 x 130 u16: 26000 bytes
+    assert np.array_equal(c(img=narrow), p(img=narrow))
+    wide = (np.arange(40 * 300) % 997).astype(np.uint16).reshape(40, 300)       # 300 x 130 u16: 78000 bytes
+    with pytest.raises(HdslError) as e:
+        c(img=wide)
+    d = e.value.diagnostics[0]
+    assert "'bx' in GPU shared memory needs 78000 bytes per block at these sizes" in d.message
+    assert d.span is not None and d.span.line == 12 and "bound()" in d.hint
+    assert c.native.device.counts["launch"] == 1         # (the narrow call's: none for the wide one)
+
+
+VOLUME = """pipeline v
+input  vol: f32[3]
+output out: f32[3]
+algorithm {
+    out(x, y, z) = vol(x, y, z) * 2.0f + f32(x - y * z)
+}
+schedule cuda {
+    SCHED
+}
+"""
+
+
+@pytest.mark.parametrize("sched", ["out.gpu_tile(x, y, z, xi, yi, zi, 8, 4, 2, round_up)",
+                                   "out.gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, 8, 4, 2)"])
+def test_a_3d_gpu_tile_makes_three_block_and_three_thread_dims(sched):
+    """Halide's gpu_tile(x, y, z, [xo, yo, zo,] xi, yi, zi, w, h, d): block dims x, y, z over
+    the tiles, thread dims over each tile; a RoundUp tail on an input whose size is a
+    multiple of the tile, a guarded one (the default for an output) otherwise."""
+    import numpy as np
+    p = hdsl.loads(VOLUME.replace("SCHED", sched))
+    k, = kernels_of(lower(p.ir, "cuda", "cuda-emulate").stmt)
+    assert [t.value for t in k.kernel.threads] == [8, 4, 2]
+    assert len(k.grid) == 3
+    shape = (16, 8, 4) if "round_up" in sched else (13, 7, 3)    # (x, y, z) sizes
+    # (a 3-D array is (y, x, z), as an image's (rows, columns, channels))
+    vol = np.random.default_rng(1).random((shape[1], shape[0], shape[2]), dtype=np.float32)
+    c = p.compile("cuda-emulate")
+    assert np.array_equal(c(vol=vol), p(vol=vol))
+    (_, grid, threads, _), = c.native.device.launches
+    assert threads == (8, 4, 2) and grid == tuple(-(-n // t) for n, t in zip(shape, (8, 4, 2)))
+
+
+def test_a_3d_gpu_tile_names_three_different_loops():
+    with pytest.raises(HdslError, match="gpu_tile needs 3 different loops"):
+        hdsl.loads(VOLUME.replace("SCHED", "out.gpu_tile(x, y, x, xi, yi, zi, 8, 4, 2)"))
+
+
+def test_a_block_of_run_time_size_is_checked_before_the_launch():
+    """gpu_threads over a whole row: the block's threads are the image's width, known at run
+    time; within 1024 the kernel runs, beyond it the host stops before the launch with the
+    error at the directive (a GPU would refuse the launch)."""
+    import numpy as np
+    p = hdsl.loads(with_cuda_schedule(HEAD, "out.gpu_blocks(y).gpu_threads(x)"))
+    c = p.compile("cuda-emulate")
+    img = (np.arange(5 * 300) % 997).astype(np.uint16).reshape(5, 300)
+    assert np.array_equal(c(img=img), p(img=img))
+    with pytest.raises(HdslError) as e:
+        c(img=np.zeros((3, 1500), np.uint16))
+    d = e.value.diagnostics[0]
+    assert "a GPU block of 1500 threads at these sizes (the kernel of 'out'): at most 1024" in d.message
+    assert d.span is not None and d.span.line == 11
