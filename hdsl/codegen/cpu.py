@@ -252,12 +252,29 @@ class CodeGenCPU(CodeGenLLVM):
                 f = self.decl(f"llvm.masked.store.{_suffix(vt)}.p0", ir.VoidType(), [vt, PTR, I32T, mask.type])
                 b.call(f, [v, ptr, align, mask])
             return
+        if isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.stride == -1:
+            # lanes running downwards: reversed, then one dense store ending at the first lane
+            ptr = b.gep(base, [b.sub(idx.base, ir.Constant(idx.base.type, lanes - 1))], source_etype=mt)
+            v = self.reverse(st, v)
+            if mask is None:
+                b.store(v, ptr, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.store.{_suffix(vt)}.p0", ir.VoidType(), [vt, PTR, I32T, mask.type])
+                b.call(f, [v, ptr, align, self.reverse(st, mask)])
+            return
         ptrs = self.pointers(st, base, self.val(st, idx, lanes), t)
         if mask is None:
             mask = K(ir.VectorType(I1T, lanes), 1)
         f = self.decl(f"llvm.masked.scatter.{_suffix(vt)}.v{lanes}p0", ir.VoidType(),
                       [vt, ptrs.type, I32T, mask.type])
         b.call(f, [v, ptrs, align, mask])
+
+    @staticmethod
+    def reverse(st: _Fn, v):
+        """v's lanes in the opposite order."""
+        n = v.type.count
+        return st.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
+                                   ir.Constant(ir.VectorType(I32T, n), list(range(n - 1, -1, -1))))
 
     def vector_load(self, st: _Fn, e: Load, base, idx):
         if isinstance(idx, Interleave):
@@ -285,6 +302,16 @@ class CodeGenCPU(CodeGenLLVM):
             else:
                 f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
                 v = b.call(f, [ptr, align, mask, K(vt, 0)])
+        elif isinstance(stride, int) and stride == -1:
+            # lanes running downwards (an anticausal scan's input): the dense vector that ends
+            # at the first lane, reversed, instead of a gather
+            ptr = b.gep(base, [b.sub(idx.base, ir.Constant(idx.base.type, lanes - 1))], source_etype=mt)
+            if mask is None:
+                v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
+            else:
+                f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, mask.type, vt])
+                v = b.call(f, [ptr, align, self.reverse(st, mask), K(vt, 0)])
+            v = self.reverse(st, v)
         elif isinstance(stride, int) and stride == 0 and mask is None:
             v = self.splat(st, b.load(b.gep(base, [idx.base], source_etype=mt), typ=mt), lanes)
         elif isinstance(stride, int) and 2 <= stride <= 8 and mask is None:

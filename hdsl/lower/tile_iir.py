@@ -14,6 +14,11 @@ y[p] = b0 * g[p] + a1 * y[p-1] + … + ak * y[p-k] over positions p = 0 .. P-1):
 - final:  y[t·n + i] = intra(i, t) + Σ_l W(i, l) · T(t - 1)[l]
           (`f.tiled<s>`), and outside [lo, hi) the values before the filter.
 
+A filter along the innermost storage dim (x) runs its tiles with rows in the vector lanes:
+intra and final read each tile's rows through a staged copy (`f.intra<s>.rows`,
+`f.final<s>.rows`, computed with them), so that the input streams in with dense loads
+and the transposition into lanes happens in the cache.
+
 An anticausal filter is the same with positions counted downward from hi - 1.
 Algebraically the result is the serial filter's; floating-point sums are
 associated differently (integer results are exact: wrapping arithmetic is a
@@ -173,16 +178,31 @@ def _fuse(f: Func, prev: list, made: list, defs, scheds) -> None:
     made's last stage, where made's intra reads it."""
     final_prev = prev[4]
     intra, h = made[1], made[5]
+    for g in (intra, made[4]):
+        # their input, prev's final, is computed in the cache, in the tile: no staged rows
+        rows = getattr(g, "rows", None)
+        if rows is not None:
+            g.values = list(rows.values)       # (rows are read at their own args: the same Vars)
+            defs[id(g)] = Definitions(g, g.values, defs[id(g)].updates)
+            del defs[id(rows)], scheds[id(rows)], g.rows
     clone = Func(f"{final_prev.name}.for_last", args=list(final_prev.args), implicit=True, span=final_prev.span)
     clone.values = [_retarget(v, final_prev, clone) for v in final_prev.values]
     clone.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
                             [_retarget(v, final_prev, clone) for v in x.values], x.rdom, x.span, x.iir)
                      for x in final_prev.updates]
+    rows_prev = getattr(final_prev, "rows", None)
+    if rows_prev is not None:
+        rows = Func(f"{clone.name}.rows", args=list(rows_prev.args), implicit=True, span=rows_prev.span)
+        rows.values = list(rows_prev.values)
+        defs[id(rows)] = Definitions(rows, rows.values, [])
+        clone.values = [_retarget(v, rows_prev, rows) for v in clone.values]
+        clone.rows = rows
     defs[id(clone)] = Definitions(clone, clone.values, clone.updates)
     fs_prev = scheds[id(final_prev)]
     at_last = scheds[id(intra)].compute
     scheds[id(clone)] = FuncSchedule(Level("at", at_last.func, at_last.var), Level("at", at_last.func, at_last.var),
                                      {i: list(ds) for i, ds in fs_prev.stages.items()})
+    _place_rows(clone, scheds, final_prev.span)
     d_intra = defs[id(intra)]
     intra.values = [_retarget(v, final_prev, clone) for v in intra.values]
     intra.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
@@ -192,6 +212,7 @@ def _fuse(f: Func, prev: list, made: list, defs, scheds) -> None:
     at_h = scheds[id(made[4])].compute           # made's final: inside h's tiles
     fs_prev.compute = Level("at", h, at_h.var)
     fs_prev.store = Level("at", h, at_h.var)
+    _place_rows(final_prev, scheds, final_prev.span)
     intra.cascade_clone = clone
 
 
@@ -250,8 +271,9 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
         made = _tile_filter(f, source, u, n, span, k, defs, scheds)
         if fused is not None:
             _fuse(f, fused, made, defs, scheds)
-            created.insert(created.index(fused[4]), made[1].cascade_clone)
-        created += made
+            clone = made[1].cascade_clone
+            created[created.index(fused[4]):created.index(fused[4])] = _with_rows([clone])
+        created += _with_rows(made)
         prev = (u.iir[0], made)
         h = created[-1]
         values = [FuncCall(h, tuple(Var(a) for a in f.args), 0, h.values[0].type)]
@@ -275,6 +297,8 @@ def _rewrite(f: Func, sizes: dict, defs, scheds, named: dict | None = None, sche
                     lv.func = f
     if sched is not None and named:
         _user_schedules(f, created, named, sched, scheds, merged)
+        for g in created:                      # staged rows follow their scan wherever it went
+            _place_rows(g, scheds, g.span)
     defs[id(f)] = Definitions(f, values, updates)
     # f keeps the schedules of its remaining updates, renumbered
     for old, new in stage_map.items():
@@ -367,6 +391,15 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
         """A tile-local recursion over i in every tile (values before the tile: before(l, ri))."""
         s = Func(name, args=list(tile_names), implicit=True, span=f.span)
         s.values = [value_at(_b("+", _b("*", tv, _I(n)), iv))]
+        if across and others:
+            # the tile's rows copied first, as they lie in memory (dense loads and stores, many
+            # misses in flight), then transposed into the lanes from the cache: transposing
+            # straight from memory (a scatter per vector) left one miss in flight at a time
+            rows = Func(f"{name}.rows", args=[iname, lane, tname] + others[1:], implicit=True, span=f.span)
+            rows.values = list(s.values)
+            defs[id(rows)] = Definitions(rows, rows.values, [])
+            s.values = [FuncCall(rows, (iv, ov[0], tv) + tuple(ov[1:]), 0, t)]
+            s.rows = rows
         rd = RDom(f"{name}.r", [(_I(0), _I(n))], None, span)
         ri = RVar(rd, 0)
         total = _b("*", b0, FuncCall(s, tile_args(ri, tv), 0, t), t)
@@ -403,6 +436,7 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
         at = lo_
     scheds[id(last)] = FuncSchedule(Level("root"), Level("root"), {-1: last_st})
     scheds[id(intra)] = FuncSchedule(Level("at", last, at), Level("at", last, at), intra_st)
+    _place_rows(intra, scheds, span)
 
     # tail(tau, others): the true last k values of tile tau, a serial chain over the tiles
     tail = Func(f"{f.name}.tail{k_up}", args=others + [tname], implicit=True, span=f.span)
@@ -460,4 +494,26 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
                 Directive("vectorize", [vi, L], span, -1), Directive("parallel", [vo], span, -1)]
     scheds[id(h)] = FuncSchedule(Level("root"), Level("root"), {-1: h_st})
     scheds[id(final)] = FuncSchedule(Level("at", h, vo), Level("at", h, vo), final_st)
+    _place_rows(final, scheds, span)
     return [w, intra, last, tail, final, h]
+
+
+def _place_rows(s: Func, scheds, span) -> None:
+    """s's staged rows (if any) are computed where s is, vectorized along the rows."""
+    rows = getattr(s, "rows", None)
+    if rows is not None:
+        lv = scheds[id(s)].compute
+        scheds[id(rows)] = FuncSchedule(Level(lv.kind, lv.func, lv.var), Level(lv.kind, lv.func, lv.var),
+                                        {-1: [Directive("vectorize", [rows.args[0], lanes_for(rows.values[0].type)],
+                                                        span, -1)]})
+
+
+def _with_rows(made: list) -> list:
+    """The stages of one filter with the staged rows of its scans just before them."""
+    out = []
+    for g in made:
+        rows = getattr(g, "rows", None)
+        if rows is not None:
+            out.append(rows)
+        out.append(g)
+    return out

@@ -96,8 +96,9 @@ class _State:
             rv = [RVar(u.rdom, i).name for i in range(len(u.rdom.bounds))] if u.rdom else []
             self.vars = rv + pure
             self.rvars = set(rv)
-            # a filter's scan loop (`.iir(+x, ...)`) is named by the var it runs along
-            if u.rdom is not None and u.rdom.name.startswith(f"{f.name}.iir"):
+            # a filter's scan loop (`.iir(+x, ...)`) is named by the var it runs along (u.iir,
+            # not the rdom's name: a Func made in a fn is renamed after its rdom was named)
+            if u.rdom is not None and u.iir is not None:
                 for d, a in enumerate(u.args):
                     if not isinstance(a, Var) and d < len(f.args):
                         self.alias[f.args[d]] = rv[0]

@@ -238,3 +238,42 @@ def test_inline_reductions_read_by_vector_code_are_vectorized():
     for w, h, r in ((1, 1, 1), (7, 3, 2), (8, 5, 3), (29, 11, 3), (64, 9, 5)):
         img = np.random.RandomState(w).randint(0, 255, (h, w)).astype(np.uint8)
         assert np.array_equal(c(img=img, r=r), p(img=img, r=r)), (w, h, r)
+
+
+REVERSED = """
+pipeline rev
+input img: f32[2]
+output out: f32[2]
+output back: f32[2]
+algorithm {
+    # read downwards: lanes x, x + 1, ... read img at w - 1 - x, w - 2 - x, ...
+    out(x, y) = img(img.width - 1 - x, y) * 2.0f
+    # write downwards: lane r.x writes back(w - 1 - r.x)
+    back(x, y) = 0.0f
+    rdom r = [0..img.width]
+    back(img.width - 1 - r.x, y) = img(r.x, y) + 1.0f
+}
+schedule {
+    out.vectorize(x, 8)
+    back.update(0).vectorize(r.x, 8)
+}
+"""
+
+
+@pytest.mark.parametrize("width", [8, 29])
+def test_reversed_vector_loads_and_stores_are_dense_not_gathers(width):
+    """Lanes whose index runs downwards (stride -1, an anticausal filter's input) are one
+    dense load or store and a lane reversal, not a gather or a scatter; the values are
+    NumPy's flip (odd widths: the loop's tail lanes too)."""
+    p = hdsl.loads(REVERSED, "rev.hl")
+    img = np.random.RandomState(5).uniform(-4, 4, (5, width)).astype(np.float32)
+    out, back = p.compile("host")(img=img)
+    assert np.array_equal(out, img[:, ::-1] * np.float32(2))
+    assert np.array_equal(back, img[:, ::-1] + np.float32(1))
+    # out's tiles shifted inwards (the JIT's form for outputs of a vector width or more):
+    # every lane in range, nothing guarded by masks
+    p = hdsl.loads(REVERSED.replace("output back: f32[2]", "").split("    # write downwards")[0] + "}\n"
+                   "schedule { out.vectorize(x, 8) }\n", "rev_out.hl")
+    module = str(generate(p.ir, lower(p.ir, shift_outputs=True).stmt, "hdsl_rev"))
+    for target in ("x86-64-avx512", "x86-64-avx2"):
+        assert not re.search(r"gather|scatter", assembly(module, target)), target
