@@ -14,5 +14,12 @@ if sys.getrecursionlimit() < 20000:
 from hdsl.api import Pipeline, load, loads  # noqa: E402
 from hdsl.diagnostics import HdslError, InternalError  # noqa: E402
 
-__all__ = ["Pipeline", "load", "loads", "HdslError", "InternalError"]
+__all__ = ["Pipeline", "load", "loads", "batch", "HdslError", "InternalError"]
 __version__ = "0.1.0"
+
+
+def batch(p, inputs, output=None, params=None, **options):
+    """Run a pipeline over many images, in local processes or on a Dask cluster
+    (hdsl/scale/batch.py, docs/scale.md)."""
+    from hdsl.scale.batch import batch as run
+    return run(p, inputs, output, params, **options)

@@ -43,6 +43,17 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _count(text: str) -> int:
+    """argparse type of --workers: 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative (give 0 or more)")
+    return n
+
+
 def _int_list(option: str, text: str, form: str) -> list[int]:
     try:
         return [int(s) for s in text.split(",")]
@@ -158,9 +169,69 @@ def inputs_and_params(p, args, random_size=None) -> dict:
     return kwargs
 
 
+def _is_batch(args) -> bool:
+    import glob
+    ins = _parse_assignments(args.input, "input")
+    return (any(glob.has_magic(v) for v in ins.values()) or args.scheduler is not None or args.resume
+            or args.workers is not None or any("{" in o for o in args.output or []))
+
+
+def cmd_batch(args) -> int:
+    """`hdsl run` over many images: an --input pattern and an --output template."""
+    import hdsl
+    from hdsl.scale.batch import batch, progress_printer
+    for flag, given in (("--time", args.time), ("--size", args.size), ("--min", args.min)):
+        if given:
+            raise HdslError(f"{flag} does not go with a batch (an --input pattern or --output template)", None,
+                            "run one image at a time for it")
+    p = hdsl.load(args.file)
+    p = p.compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+    ins = _parse_assignments(args.input, "input")
+    names = {b.name for b in p.ir.inputs}
+    for k in ins:
+        if k not in names:
+            raise HdslError(f"pipeline '{p.name}' has no input '{k}'", None, "its inputs: " + (", ".join(names) or "(none)"))
+    missing = [n for n in names if n not in ins]
+    if missing:
+        raise HdslError(f"input '{missing[0]}' is missing", None, " ".join(f"--input {n}=PATH" for n in missing))
+    pdecl = {q.name: q for q in p.ir.params}
+    params = {}
+    for k, text in _parse_assignments(args.param, "param").items():
+        if k not in pdecl:
+            raise HdslError(f"pipeline '{p.name}' has no param '{k}'", None,
+                            "its params: " + (", ".join(pdecl) or "(none)"))
+        params[k] = _param_value(pdecl[k], text)
+    outs = args.output or []
+    if not outs:
+        raise HdslError("no --output given", None, "e.g. --output 'out/{stem}.png'")
+    named = {}
+    for spec in outs:
+        if "=" in spec and spec.split("=", 1)[0].isidentifier():
+            k, v = spec.split("=", 1)
+            named[k] = v
+        elif len(outs) == 1:
+            named = spec
+        else:
+            raise HdslError(f"--output '{spec}': with several --output give each as NAME=TEMPLATE", None)
+    result = batch(p, ins, named, params, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
+                   progress=progress_printer())
+    failed = result.failed
+    done, skipped = len(result.done), len(result.skipped)
+    print(f"{len(result)} images: {done} done" + (f", {skipped} skipped (--resume: done before)" if skipped else "")
+          + (f", {len(failed)} failed" if failed else "") + f" in {result.seconds:.1f} s")
+    if failed:
+        print(f"error: {len(failed)} of {len(result)} images failed: " + ", ".join(r.name for r in failed[:5])
+              + (", ..." if len(failed) > 5 else ""), file=sys.stderr)
+        print("hint: their errors are above; rerun with --resume to run only the images not done", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_run(args) -> int:
     import hdsl
     from hdsl.runtime.images import ImageError, save_image
+    if _is_batch(args):
+        return cmd_batch(args)
 
     t0 = time.perf_counter()
     p = hdsl.load(args.file)
@@ -496,10 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also lower every schedule block (no code generation): report what the native "
                         "compiler would refuse")
     c.set_defaults(fn=cmd_check)
-    r = sub.add_parser("run", help="run a pipeline on image files")
+    r = sub.add_parser("run", help="run a pipeline on image files (or a batch of them: an --input pattern)")
     r.add_argument("file", metavar="FILE", help="the .hl program")
     r.add_argument("--input", action="append", metavar="NAME=PATH",
-                   help="the image (.png, .jpg, .npy) for input NAME; one per input")
+                   help="the image (.png, .jpg, .npy) for input NAME; one per input; a quoted pattern "
+                        "(img='photos/*.png') runs a batch, one image after another or in parallel")
     r.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a value for param NAME (params with a default may be left out)")
     r.add_argument("--output", action="append", metavar="PATH|NAME=PATH",
@@ -515,6 +587,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "auto: the automatic scheduler's)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
+    r.add_argument("--workers", type=_count, metavar="N",
+                   help="a batch (an --input pattern such as img='photos/*.png' and an --output template "
+                        "such as 'out/{stem}.png', fields {stem} {name} {parent} {index}): run it in N local "
+                        "processes (default: one per CPU; 0: in this process)")
+    r.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run a batch on the Dask cluster at ADDRESS (tcp://host:8786; needs "
+                        "pip install 'hdsl[dask]'; the workers must see the same files)")
+    r.add_argument("--resume", action="store_true",
+                   help="in a batch, skip the images whose outputs exist (each is written whole or not at all)")
     r.set_defaults(fn=cmd_run)
     co = sub.add_parser("compile", help="compile ahead of time to an object file, shared library and C header")
     co.add_argument("file", metavar="FILE", help="the .hl program")
