@@ -292,7 +292,9 @@ def on_dask(p, size=None, min=None, tile=DEFAULT_TILE, target=None, schedule=Non
         arrays[b.name] = a
     params = {k: v for k, v in kwargs.items() if k not in arrays}
     spec = TileSpec(ir.source_text, ir.filename, schedule, target, reduce is not None)
-    tp = load_tile_pipeline(spec, compiled=False)
+    # compiled here first: an error shows now, and workers on this machine load it from the cache
+    from hdsl.scale.worker import compiled_tile_pipeline
+    tp = compiled_tile_pipeline(spec)
     whole = {}
     for b in ir.inputs:
         for d, n in enumerate(arrays[b.name].shape[i] for i in _layout(b.dims)):
