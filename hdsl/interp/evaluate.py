@@ -574,7 +574,7 @@ def input_regions(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dic
                   boxes: list[list[tuple[int, int]]], schedule=None) -> dict[str, list[tuple[int, int]]]:
     """Bounds inference alone: the region of each input [(min, extent) per dim, x first] that
     realizing the outputs over `boxes` reads (the same inference `realize` runs, so exactly what
-    the evaluator reads); an input read nowhere is absent. Only the inputs' shapes are used,
+    the evaluator reads, the rdoms' bounds included); an input read nowhere is absent. Only the inputs' shapes are used,
     unless an rdom's bounds read an input. An input too small for it is the error realize gives."""
     evs = []
 
@@ -582,7 +582,18 @@ def input_regions(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dic
         evs.append(ev)
         ev.infer_regions(init)
     _evaluate(pipeline, inputs, params, boxes, None, schedule, step)
-    need = evs[-1].need_inputs
+    ev = evs[-1]
+    need = {k: [list(r) for r in v] for k, v in ev.need_inputs.items()}
+    for f in ev.order:                  # the points the rdoms' bounds read (before anything runs)
+        for u in f.updates:
+            if u.rdom is None:
+                continue
+            for c in calls_in([e for b in u.rdom.bounds for e in b]):
+                if isinstance(c, InputCall):
+                    region = need.setdefault(id(c.buffer), [[math.inf, -math.inf] for _ in c.args])
+                    for d, a in enumerate(c.args):
+                        v = ev.scalar_value(a)
+                        region[d] = [min(region[d][0], v), max(region[d][1], v)]
     out = {}
     for b in pipeline.inputs:
         region = need.get(id(b))

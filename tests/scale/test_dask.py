@@ -138,6 +138,45 @@ def test_reductions_that_cannot_be_divided_are_refused():
         hdsl.loads(not_identity).on_dask(size=(256,), img=da.zeros((8, 8), dtype=np.uint8))
 
 
+def test_two_outputs_share_their_tiles(client):
+    p = hdsl.loads("""pipeline two
+use boundary
+input img: u8[2]
+output a: u8[2]
+output b: i32[2]
+algorithm {
+    c = repeat_edge(img)
+    a(x, y) = c(x + 1, y) / 2 + c(x - 1, y) / 2
+    b(x, y) = i32(c(x, y + 2)) - i32(c(x, y - 2))
+}
+""")
+    img = _rand((70, 90), np.uint8, seed=2)
+    ra, rb = p.compile()(img=img)
+    a, b = p.on_dask(img=da.from_array(img, chunks=30), tile=(32, 16))
+    oa, ob = client.gather(client.compute([a, b]))
+    assert np.array_equal(oa, ra) and np.array_equal(ob, rb) and ob.dtype == np.int32
+
+
+def test_rdom_bounds_that_read_an_input_are_refused():
+    p = hdsl.loads("""pipeline n
+input img: u8[2]
+input count: i32[1]
+output s: i32[1]
+algorithm {
+    rdom r = [0..count(0)]
+    s(i) = 0
+    s(i) += i32(img(r.x, i))
+}
+""")
+    with pytest.raises(HdslError, match="the bounds of rdom 'r' read an input"):
+        p.on_dask(size=(4,), img=da.zeros((4, 8), dtype=np.uint8), count=da.ones((1,), dtype=np.int32))
+    with pytest.raises(HdslError, match="give its values"):
+        p.input_regions((4,), img=da.zeros((4, 8), dtype=np.uint8), count=da.ones((1,), dtype=np.int32))
+    # with the values, the query answers: r runs over 0 .. 2, i over the output's 0 .. 3
+    assert p.input_regions((4,), img=da.zeros((4, 8), dtype=np.uint8), count=np.array([3], np.int32)) == \
+        {"img": [(0, 3), (0, 4)], "count": [(0, 1)]}
+
+
 def test_zarr_and_tiff_in_and_out(tmp_path, client):
     from hdsl.scale.io import open_image, save_image as save_large
     p = hdsl.load(EXAMPLES / "blur.hl")
