@@ -24,16 +24,15 @@ def open_image(path, chunks=(1024, 1024)):
     kind = _suffix(path)
     if not os.path.exists(path):
         raise HdslError(f"cannot read '{path}': no such file", None, "check the path")
-    if kind == ".zarr":
-        return da.from_zarr(os.fspath(path))
-    if kind in (".tif", ".tiff"):
-        t = _Tiff(os.fspath(path))
-        return da.from_array(t, chunks=tuple(chunks) + (-1,) * (len(t.shape) - 2), asarray=False,
-                             name="tiff-" + t.token)
+    if kind in (".zarr", ".tif", ".tiff", ".npy"):
+        src = {".zarr": _Zarr, ".npy": _Npy}.get(kind, _Tiff)(os.fspath(path))
+        own = src.chunks if src.chunks is not None else tuple(chunks) + (-1,) * (len(src.shape) - 2)
+        arr = da.from_array(src, chunks=own, asarray=False, name=f"{kind[1:]}-{src.token}")
+        SOURCES[arr.name] = src
+        return arr
+
     def whole(arr):
         return da.from_array(arr, chunks=tuple(chunks) + (-1,) * (arr.ndim - 2))
-    if kind == ".npy":
-        return whole(np.load(os.fspath(path), mmap_mode="r"))
     from hdsl.runtime.images import ImageError, load_image
     try:
         return whole(load_image(path))
@@ -60,10 +59,8 @@ def save_image(arr, path, tile=(256, 256)) -> None:
         os.replace(tmp, path)
         return
     if kind == ".npy":
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=arr.dtype, shape=arr.shape)
-        da.store(arr, mm, lock=False)
-        mm.flush()
-        del mm
+        np.lib.format.open_memmap(tmp, mode="w+", dtype=arr.dtype, shape=arr.shape).flush()
+        da.store(arr, _NpyWriter(os.path.abspath(tmp)), lock=False)    # (by path: Dask workers too)
         os.replace(tmp, path)
         return
     if kind in (".tif", ".tiff"):
@@ -89,19 +86,54 @@ def save_image(arr, path, tile=(256, 256)) -> None:
     raise HdslError(f"cannot write '{path}' as a large image: use .zarr, .tif or .npy", None)
 
 
-class _Tiff:
-    """A TIFF file's first image as a lazy array: each read opens the file (through tifffile's
-    zarr view, which reads only the tiles or strips the slice overlaps), so that it travels to
-    Dask workers as its path alone."""
+# the files behind the arrays open_image made, by the array's name: on_dask reads each tile's
+# region from the file itself (no chunk travels between workers, none waits in memory for its
+# neighbours' tiles)
+SOURCES: dict = {}
+
+
+class _Source:
+    """A file as a lazy array that travels to Dask workers as its path: each read opens it."""
+    chunks = None
 
     def __init__(self, path: str):
-        import tifffile
-        with tifffile.TiffFile(path) as f:
-            s = f.series[0]
-            self.shape, self.dtype = tuple(s.shape), np.dtype(s.dtype)
         st = os.stat(path)
-        self.path, self.ndim = path, len(self.shape)
-        self.token = hashlib.sha1(f"{os.path.abspath(path)}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()
+        self.path = os.path.abspath(path)
+        self.token = hashlib.sha1(f"{self.path}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()[:16]
+        self.shape, self.dtype = self._describe()
+        self.ndim = len(self.shape)
+
+
+class _Zarr(_Source):
+    def _describe(self):
+        import zarr
+        z = zarr.open_array(self.path, mode="r")
+        self.chunks = tuple(z.chunks)
+        return tuple(z.shape), np.dtype(z.dtype)
+
+    def __getitem__(self, key):
+        import zarr
+        return np.asarray(zarr.open_array(self.path, mode="r")[key])
+
+
+class _Npy(_Source):
+    def _describe(self):
+        m = np.load(self.path, mmap_mode="r")
+        return m.shape, m.dtype
+
+    def __getitem__(self, key):
+        return np.array(np.load(self.path, mmap_mode="r")[key])
+
+
+class _Tiff(_Source):
+    """A TIFF file's first image, read through tifffile's zarr view (only the tiles or strips a
+    slice overlaps)."""
+
+    def _describe(self):
+        import tifffile
+        with tifffile.TiffFile(self.path) as f:
+            s = f.series[0]
+            return tuple(s.shape), np.dtype(s.dtype)
 
     def __getitem__(self, key):
         import tifffile
@@ -114,3 +146,16 @@ class _Tiff:
             return np.asarray(z[key])
         finally:
             store.close()
+
+
+class _NpyWriter:
+    """Writes a chunk into an .npy file opened by path for each write (a memory map would be
+    pickled to Dask workers as a copy)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __setitem__(self, key, value):
+        m = np.load(self.path, mmap_mode="r+")
+        m[key] = value
+        m.flush()

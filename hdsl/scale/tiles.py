@@ -192,6 +192,8 @@ class _InputCut:
     shape: tuple           # the crop's, in the array's (H, W, C) layout
     dtype: object
     pieces: list           # (source slices in a chunk, destination slices in the crop), one per key
+    source: object = None  # or a file to read the crop from (hdsl.scale.io), at `at`
+    at: tuple = ()
 
 
 @dataclass
@@ -238,6 +240,15 @@ def _cut(name, darr, region, dims, keys_out) -> _InputCut:
     return _InputCut(name, tuple(ext), darr.dtype, pieces)
 
 
+def _read(name, source, region, dims, dtype) -> _InputCut:
+    """The crop read straight from a file hdsl.scale.io opened."""
+    axes = _layout(dims)
+    at = [slice(0, 0)] * dims
+    for d, (m, e) in enumerate(region):
+        at[axes[d]] = slice(m, m + e)
+    return _InputCut(name, tuple(s.stop - s.start for s in at), dtype, [], source, tuple(at))
+
+
 def _stand_in(a):
     """A zero-stride array with a's shape and dtype: bounds inference reads only shapes."""
     return np.broadcast_to(np.zeros((), a.dtype), a.shape)
@@ -257,6 +268,7 @@ def on_dask(p, size=None, min=None, tile=DEFAULT_TILE, target=None, schedule=Non
         raise HdslError(f"on_dask needs Dask: {e}", None, "pip install 'hdsl[dask]'") from None
     from hdsl.interp.evaluate import Evaluator, input_regions
     from hdsl.lower.lower import choose_schedule
+    from hdsl.scale.io import SOURCES
     ir = p.ir
     if not ir.source_text:
         raise HdslError(f"pipeline '{p.name}' was not loaded from source, so Dask workers cannot load it",
@@ -353,12 +365,14 @@ def on_dask(p, size=None, min=None, tile=DEFAULT_TILE, target=None, schedule=Non
                 region = [(0, 1)] * b.dims
             for d, (m, _) in enumerate(region):
                 plan.params[_offset_name(b.name, d)] = m
-            plan.inputs.append(_cut(b.name, arrays[b.name], region, b.dims, keys))
+            source = SOURCES.get(arrays[b.name].name)
+            plan.inputs.append(_cut(b.name, arrays[b.name], region, b.dims, keys) if source is None else
+                               _read(b.name, source, region, b.dims, arrays[b.name].dtype))
         tasks.append((plan, keys))
     from hdsl.scale.worker import run_tile
     name = "hdsl-" + p.name + "-" + tokenize(spec.key, tile, sizes, mins, user_params,
                                              *[a.name for a in arrays.values()])
-    deps = list(arrays.values())
+    deps = [a for a in arrays.values() if a.name not in SOURCES]
     out_types = [np.dtype(f.values[0].type.dtype) for f in ir.outputs]
     base = name + "-tiles"
     dsk = {(base, t): (run_tile, spec, plan, keys) for t, (plan, keys) in enumerate(tasks)}

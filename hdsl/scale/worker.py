@@ -27,6 +27,8 @@ def run_tile(spec, plan, chunks) -> tuple:
             crop = np.empty((cut.shape[2],) + tuple(cut.shape[:2]), cut.dtype).transpose(1, 2, 0)
         else:
             crop = np.empty(cut.shape, cut.dtype)
+        if cut.source is not None:
+            crop[...] = cut.source[cut.at]
         for src, dst in cut.pieces:
             crop[dst] = np.asarray(next(it))[src]
         kwargs[cut.name] = crop

@@ -183,9 +183,18 @@ def test_zarr_and_tiff_in_and_out(tmp_path, client):
     img = _rand((130, 170), np.uint16, seed=7)
     ref = p.compile().realize((168, 128), min=(1, 1), img=img)
     save_large(da.from_array(img, chunks=(64, 64)), tmp_path / "in.tif", tile=(32, 32))
-    d = p.on_dask(size=(168, 128), min=(1, 1), tile=(64, 64), img=open_image(tmp_path / "in.tif"))
+    src = open_image(tmp_path / "in.tif")
+    d = p.on_dask(size=(168, 128), min=(1, 1), tile=(64, 64), img=src)
+    # each tile reads its region from the file itself: no task of the input's array in the graph
+    assert not [k for k in dict(d.__dask_graph__()) if isinstance(k, tuple) and k[0] == src.name]
     save_large(d, tmp_path / "out.zarr")
     assert np.array_equal(open_image(tmp_path / "out.zarr").compute(), ref)
+    save_large(d, tmp_path / "out.npy")
+    assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
+    assert np.array_equal(client.compute(p.on_dask(size=(168, 128), min=(1, 1), tile=(48, 48),
+                                                   img=open_image(tmp_path / "out.npy", chunks=(50, 50))
+                                                   .astype(np.uint16))).result(),
+                          p.compile().realize((168, 128), min=(1, 1), img=ref))
     assert not list(tmp_path.glob(".*.part"))
 
 
