@@ -32,26 +32,22 @@ def _parse_assignments(items, what) -> dict[str, str]:
     return out
 
 
-def _positive_int(text: str) -> int:
-    """argparse type of --time and --runs: a count of at least 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not a positive count (give 1 or more)")
-    return n
+def _at_least(low: int):
+    """An argparse type: a whole number of at least `low` (--time, --runs: 1; --workers: 0)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"{n} is not a positive count (give 1 or more)" if low == 1
+                                             else f"{n} is less than {low} (give {low} or more)")
+        return n
+    return parse
 
 
-def _count(text: str) -> int:
-    """argparse type of --workers: 0 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} is negative (give 0 or more)")
-    return n
+_positive_int = _at_least(1)
+_count = _at_least(0)
 
 
 def _int_list(option: str, text: str, form: str) -> list[int]:

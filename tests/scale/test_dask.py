@@ -226,3 +226,9 @@ def test_batch_on_the_cluster_equals_one_by_one(tmp_path, client):
     for i in range(5):
         expected = c(img=load_image(tmp_path / "in" / f"im{i}.png"))
         assert np.array_equal(load_image(tmp_path / "out" / f"im{i}.png"), expected)
+    # the command line, given the scheduler's address
+    from hdsl.cli import main
+    assert main(["run", str(EXAMPLES / "blur.hl"), "--input", f"img={tmp_path / 'in' / '*.png'}",
+                 "--output", str(tmp_path / "cli" / "{stem}.npy"), "--scheduler", client.scheduler.address]) == 0
+    for i in range(5):
+        assert np.array_equal(np.load(tmp_path / "cli" / f"im{i}.npy"), load_image(tmp_path / "out" / f"im{i}.png"))
