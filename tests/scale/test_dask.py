@@ -57,6 +57,9 @@ def test_blur_tiles_equal_the_whole_image(client):
     assert d.numblocks == (5, 5)
     out = client.compute(d).result()
     assert out.dtype == np.uint16 and np.array_equal(out, ref)
+    built = client.run(lambda: [c.native.timings.get("cached") for c in
+                                __import__("hdsl.scale.worker", fromlist=["_COMPILED"])._COMPILED.values()])
+    assert all(v in ([], [True]) for v in built.values()) and any(built.values()), built
 
 
 def test_input_regions_are_the_stencils_halo():
@@ -223,6 +226,10 @@ def test_batch_on_the_cluster_equals_one_by_one(tmp_path, client):
     r = hdsl.batch(p, {"img": str(tmp_path / "in" / "*.png")}, str(tmp_path / "out" / "{stem}.png"),
                    scheduler=client)
     assert len(r.done) == 5 and not r.failed
+    # each worker built the compiled pipeline once, from the compile cache (the caller compiled it)
+    built = client.run(lambda: [c.native.timings.get("cached") for c in
+                                __import__("hdsl.scale.batch", fromlist=["_COMPILED"])._COMPILED.values()])
+    assert sum(len(v) for v in built.values()) >= 1 and all(v in ([], [True]) for v in built.values()), built
     for i in range(5):
         expected = c(img=load_image(tmp_path / "in" / f"im{i}.png"))
         assert np.array_equal(load_image(tmp_path / "out" / f"im{i}.png"), expected)
