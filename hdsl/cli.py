@@ -223,9 +223,96 @@ def cmd_batch(args) -> int:
     return 0
 
 
+LARGE = (".zarr", ".tif", ".tiff")
+
+
+def _is_large(args) -> bool:
+    paths = list(_parse_assignments(args.input, "input").values()) + \
+        [o.split("=", 1)[1] if "=" in o and o.split("=", 1)[0].isidentifier() else o for o in args.output or []]
+    return args.tile is not None or any(Path(q.rstrip("/")).suffix.lower() in LARGE for q in paths)
+
+
+def cmd_large(args) -> int:
+    """`hdsl run` on images larger than memory: zarr or TIFF in or out, computed tile by tile with
+    p.on_dask (docs/scale.md), in threads here or on the Dask cluster of --scheduler."""
+    import contextlib
+
+    import hdsl
+    try:
+        import dask
+        from hdsl.scale.io import open_image, save_image as save_large
+    except ImportError as e:
+        raise HdslError(f"zarr and TIFF images need Dask: {e}", None, "pip install 'hdsl[dask]'") from None
+    if args.time or args.workers is not None or args.resume:
+        raise HdslError("--time, --workers and --resume do not go with a large image (zarr or TIFF)", None)
+    tile = _int_list("--tile", args.tile, "W,H") if args.tile else [2048, 2048]
+    if len(tile) != 2 or min(tile) < 1:
+        raise HdslError(f"--tile '{args.tile}' should be W,H (positive)", None)
+    p = hdsl.load(args.file).compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+    given = _parse_assignments(args.input, "input")
+    names = {b.name for b in p.ir.inputs}
+    for k in given:
+        if k not in names:
+            raise HdslError(f"pipeline '{p.name}' has no input '{k}'", None, "its inputs: " + ", ".join(names))
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise HdslError(f"input '{missing[0]}' is missing", None, " ".join(f"--input {n}=PATH" for n in missing))
+    kwargs = {k: open_image(v, chunks=tile[::-1]) for k, v in given.items()}
+    pdecl = {q.name: q for q in p.ir.params}
+    for k, text in _parse_assignments(args.param, "param").items():
+        if k not in pdecl:
+            raise HdslError(f"pipeline '{p.name}' has no param '{k}'", None, "its params: " + (", ".join(pdecl) or "(none)"))
+        kwargs[k] = _param_value(pdecl[k], text)
+    outs = [f.name for f in p.ir.outputs]
+    dests = {}
+    for spec in args.output or []:
+        if "=" in spec and spec.split("=", 1)[0] in outs:
+            k, v = spec.split("=", 1)
+            dests[k] = v
+        elif len(outs) == 1:
+            dests[outs[0]] = spec
+        else:
+            raise HdslError(f"pipeline '{p.name}' has {len(outs)} outputs; name each one", None,
+                            "--output " + " --output ".join(f"{n}=PATH" for n in outs))
+    if not dests:
+        raise HdslError("no --output given", None, "e.g. --output out.zarr")
+    size = _int_list("--size", args.size, "W[,H[,C]]") if args.size else None
+    origin = _int_list("--min", args.min, "X[,Y[,C]]") if args.min else None
+    t0 = time.perf_counter()
+    result = p.on_dask(size=size, min=origin, tile=tuple(tile), **kwargs)
+    result = result if isinstance(result, tuple) else (result,)
+    client = None
+    if args.scheduler:
+        from distributed import Client
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise HdslError(f"cannot reach the Dask scheduler at {args.scheduler}: {e}", None,
+                            "start one with `dask scheduler` and workers with `dask worker ADDRESS`") from None
+    try:
+        with dask.config.set(scheduler="threads") if client is None else contextlib.nullcontext():
+            for name, arr in zip(outs, result):
+                if name not in dests:
+                    continue
+                path = dests[name]
+                if Path(path).suffix.lower() in LARGE + (".npy",):
+                    save_large(arr, path)
+                else:
+                    from hdsl.runtime.images import ImageError, save_image
+                    _save(path, arr.compute(), save_image, ImageError)
+    finally:
+        if client is not None:
+            client.close()
+    shape = "x".join(str(n) for n in result[0].shape[1::-1] + result[0].shape[2:])
+    print(f"{', '.join(dests.values())}: {shape}, {result[0].npartitions} tiles, {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def cmd_run(args) -> int:
     import hdsl
     from hdsl.runtime.images import ImageError, save_image
+    if _is_large(args):
+        return cmd_large(args)
     if _is_batch(args):
         return cmd_batch(args)
 
@@ -590,6 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scheduler", metavar="ADDRESS",
                    help="run a batch on the Dask cluster at ADDRESS (tcp://host:8786; needs "
                         "pip install 'hdsl[dask]'; the workers must see the same files)")
+    r.add_argument("--tile", metavar="W,H",
+                   help="an image larger than memory (an --input or --output that is .zarr, .tif or .tiff): "
+                        "compute it in tiles of W x H output pixels (default 2048,2048), each from the input "
+                        "region bounds inference gives, in threads or on --scheduler's cluster (needs "
+                        "pip install 'hdsl[dask]')")
     r.add_argument("--resume", action="store_true",
                    help="in a batch, skip the images whose outputs exist (each is written whole or not at all)")
     r.set_defaults(fn=cmd_run)

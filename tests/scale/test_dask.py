@@ -199,6 +199,12 @@ def test_zarr_and_tiff_in_and_out(tmp_path, client):
                                                    .astype(np.uint16))).result(),
                           p.compile().realize((168, 128), min=(1, 1), img=ref))
     assert not list(tmp_path.glob(".*.part"))
+    # the command line: a TIFF in, zarr out, on the cluster and in threads here
+    from hdsl.cli import main
+    for where, extra in [("cluster", ["--scheduler", client.scheduler.address]), ("threads", [])]:
+        assert main(["run", str(EXAMPLES / "blur.hl"), "--input", f"img={tmp_path / 'in.tif'}", "--min", "1,1",
+                     "--size", "168,128", "--tile", "64,48", "--output", str(tmp_path / f"{where}.zarr")] + extra) == 0
+        assert np.array_equal(open_image(tmp_path / f"{where}.zarr").compute(), ref), where
 
 
 def test_a_killed_worker_does_not_change_the_result(client):
