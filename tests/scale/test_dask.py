@@ -48,8 +48,8 @@ def _rand(shape, dtype, seed=0):
 
 
 def test_blur_tiles_equal_the_whole_image(client):
-    """The 3x3 blur without a boundary condition: the output starts at (1, 1), tiles that do not
-    divide it, input chunks that do not line up with the tiles."""
+    """The 3x3 blur (two passes over repeat_edge(img)) on an output that starts at (1, 1), tiles
+    that do not divide it, input chunks that do not line up with the tiles."""
     p = hdsl.load(EXAMPLES / "blur.hl")
     img = _rand((203, 301), np.uint16)
     ref = p.compile().realize((299, 201), min=(1, 1), img=img)
