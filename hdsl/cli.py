@@ -172,18 +172,10 @@ def _is_batch(args) -> bool:
             or args.workers is not None or any("{" in o for o in args.output or []))
 
 
-def cmd_batch(args) -> int:
-    """`hdsl run` over many images: an --input pattern and an --output template."""
-    import hdsl
-    from hdsl.scale.batch import batch, progress_printer
-    for flag, given in (("--time", args.time), ("--size", args.size), ("--min", args.min)):
-        if given:
-            raise HdslError(f"{flag} does not go with a batch (an --input pattern or --output template)", None,
-                            "run one image at a time for it")
-    p = hdsl.load(args.file)
-    p = p.compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+def _paths_and_params(p, args) -> tuple[dict, dict]:
+    """The --input paths (or patterns), every input given once, and the --param values."""
     ins = _parse_assignments(args.input, "input")
-    names = {b.name for b in p.ir.inputs}
+    names = [b.name for b in p.ir.inputs]
     for k in ins:
         if k not in names:
             raise HdslError(f"pipeline '{p.name}' has no input '{k}'", None, "its inputs: " + (", ".join(names) or "(none)"))
@@ -197,6 +189,20 @@ def cmd_batch(args) -> int:
             raise HdslError(f"pipeline '{p.name}' has no param '{k}'", None,
                             "its params: " + (", ".join(pdecl) or "(none)"))
         params[k] = _param_value(pdecl[k], text)
+    return ins, params
+
+
+def cmd_batch(args) -> int:
+    """`hdsl run` over many images: an --input pattern and an --output template."""
+    import hdsl
+    from hdsl.scale.batch import batch, progress_printer
+    for flag, given in (("--time", args.time), ("--size", args.size), ("--min", args.min)):
+        if given:
+            raise HdslError(f"{flag} does not go with a batch (an --input pattern or --output template)", None,
+                            "run one image at a time for it")
+    p = hdsl.load(args.file)
+    p = p.compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+    ins, params = _paths_and_params(p, args)
     outs = args.output or []
     if not outs:
         raise HdslError("no --output given", None, "e.g. --output 'out/{stem}.png'")
@@ -249,20 +255,8 @@ def cmd_large(args) -> int:
     if len(tile) != 2 or min(tile) < 1:
         raise HdslError(f"--tile '{args.tile}' should be W,H (positive)", None)
     p = hdsl.load(args.file).compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
-    given = _parse_assignments(args.input, "input")
-    names = {b.name for b in p.ir.inputs}
-    for k in given:
-        if k not in names:
-            raise HdslError(f"pipeline '{p.name}' has no input '{k}'", None, "its inputs: " + ", ".join(names))
-    missing = [n for n in names if n not in given]
-    if missing:
-        raise HdslError(f"input '{missing[0]}' is missing", None, " ".join(f"--input {n}=PATH" for n in missing))
-    kwargs = {k: open_image(v, chunks=tile[::-1]) for k, v in given.items()}
-    pdecl = {q.name: q for q in p.ir.params}
-    for k, text in _parse_assignments(args.param, "param").items():
-        if k not in pdecl:
-            raise HdslError(f"pipeline '{p.name}' has no param '{k}'", None, "its params: " + (", ".join(pdecl) or "(none)"))
-        kwargs[k] = _param_value(pdecl[k], text)
+    given, params = _paths_and_params(p, args)
+    kwargs = {**{k: open_image(v, chunks=tile[::-1]) for k, v in given.items()}, **params}
     outs = [f.name for f in p.ir.outputs]
     dests = {}
     for spec in args.output or []:
