@@ -232,7 +232,8 @@ def test_batch_on_the_cluster_equals_one_by_one(tmp_path, client):
     r = hdsl.batch(p, {"img": str(tmp_path / "in" / "*.png")}, str(tmp_path / "out" / "{stem}.png"),
                    scheduler=client)
     assert len(r.done) == 5 and not r.failed
-    # each worker built the compiled pipeline once, from the compile cache (the caller compiled it)
+    # each worker built the compiled pipeline once, from the compile cache (the caller compiled it;
+    # the cache key covers hdsl's own sources, so editing them while the suite runs fails this)
     built = client.run(lambda: [c.native.timings.get("cached") for c in
                                 __import__("hdsl.scale.batch", fromlist=["_COMPILED"])._COMPILED.values()])
     assert sum(len(v) for v in built.values()) >= 1 and all(v in ([], [True]) for v in built.values()), built
