@@ -23,5 +23,12 @@ def load_library(path, name=None):
     return load(path, name)
 
 
-__all__ = ["Pipeline", "load", "loads", "load_library", "HdslError", "InternalError"]
+__all__ = ["Pipeline", "load", "loads", "load_library", "batch", "HdslError", "InternalError"]
 __version__ = "0.1.0"
+
+
+def batch(p, inputs, output=None, params=None, **options):
+    """Run a pipeline over many images, in local processes or on a Dask cluster
+    (hdsl/scale/batch.py, docs/scale.md)."""
+    from hdsl.scale.batch import batch as run
+    return run(p, inputs, output, params, **options)

@@ -7,7 +7,7 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError, read_source
 from hdsl.frontend.elaborate import check_source
-from hdsl.ir.func import Pipeline as PipelineIR
+from hdsl.ir.func import Pipeline as PipelineIR, calls_in as calls_in_exprs
 from hdsl.ir.types import from_dtype
 from hdsl.runtime.fastcall import FastFailure
 
@@ -234,6 +234,43 @@ class Pipeline:
                 a[...] = r
         return out
 
+    def input_regions(self, size, min=None, **kwargs) -> dict[str, list[tuple[int, int]]]:
+        """Bounds inference as a query: the region of each input that computing the outputs over
+        `size` from `min` (as in realize) reads, {input: [(min, extent) per dim, x first]}; an
+        input read nowhere is absent. The inputs may be anything with .shape and .dtype (a Dask
+        or zarr array): only their shapes are read, unless an rdom's bounds read an input's
+        values (then give the array). Exactly the region the reference evaluator reads; a
+        boundary condition keeps it inside the image."""
+        from hdsl.interp.evaluate import input_regions
+        from hdsl.lower.lower import choose_schedule
+        reads = {c.buffer.name for f in self.ir.funcs for u in f.updates if u.rdom is not None
+                 for lo, ext in u.rdom.bounds for c in calls_in_exprs([lo, ext])}
+        stand = {}
+        for k, v in kwargs.items():
+            if not isinstance(v, np.ndarray) and hasattr(v, "shape") and hasattr(v, "dtype"):
+                if k in reads:
+                    raise HdslError(f"input '{k}' is read by an rdom's bounds: give its values (a NumPy "
+                                    "array), not only its shape", None)
+                v = np.broadcast_to(np.zeros((), v.dtype), tuple(v.shape))
+            stand[k] = v
+        inputs, params = self._bind(stand)
+        if size and isinstance(size[0], (int, np.integer)):
+            size = [list(size)] * len(self.ir.outputs)
+        boxes = [list(zip(m, [int(n) for n in s])) for m, s in zip(self.origins(min), size)]
+        return input_regions(self.ir, inputs, params, boxes, schedule=choose_schedule(self.ir, self.schedule))
+
+    def on_dask(self, size=None, min=None, tile=(1024, 1024), target=None, schedule=None, **kwargs):
+        """The outputs as Dask arrays (one, or a tuple for several), computed tile by tile: each
+        tile of `tile` = (width, height) output pixels is computed by the compiled pipeline (this
+        one's target and schedule, or host for the evaluator; `target`, `schedule` override them)
+        from the crop of each input that bounds inference says it reads. Inputs: Dask arrays (a
+        zarr or TIFF file through dask.array.from_zarr, hdsl.scale.io.open_image) or NumPy
+        arrays; params as in realize; size and min as in realize. A histogram-like output
+        (f(i) = 0; f(computed) += e over integers) is computed per piece of its rdom and
+        combined. Nothing runs until the array is computed or stored (docs/scale.md)."""
+        from hdsl.scale.tiles import on_dask
+        return on_dask(self, size=size, min=min, tile=tile, target=target, schedule=schedule, **kwargs)
+
     def __call__(self, **kwargs):
         fast = self._fast
         if fast is not None:
@@ -313,6 +350,7 @@ def loads(text: str, filename: str = "<string>") -> Pipeline:
         ir = check_source(text, filename)
     if ir is None:
         raise HdslError(f"{filename} is a library (no 'pipeline'); it can be used, not run", None)
+    ir.source_text = text
     return Pipeline(ir)
 
 

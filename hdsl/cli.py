@@ -32,15 +32,22 @@ def _parse_assignments(items, what) -> dict[str, str]:
     return out
 
 
-def _positive_int(text: str) -> int:
-    """argparse type of --time and --runs: a count of at least 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not a positive count (give 1 or more)")
-    return n
+def _at_least(low: int):
+    """An argparse type: a whole number of at least `low` (--time, --runs: 1; --workers: 0)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"{n} is not a positive count (give 1 or more)" if low == 1
+                                             else f"{n} is less than {low} (give {low} or more)")
+        return n
+    return parse
+
+
+_positive_int = _at_least(1)
+_count = _at_least(0)
 
 
 def _int_list(option: str, text: str, form: str) -> list[int]:
@@ -158,9 +165,150 @@ def inputs_and_params(p, args, random_size=None) -> dict:
     return kwargs
 
 
+def _is_batch(args) -> bool:
+    import glob
+    ins = _parse_assignments(args.input, "input")
+    return (any(glob.has_magic(v) for v in ins.values()) or args.scheduler is not None or args.resume
+            or args.workers is not None or any("{" in o for o in args.output or []))
+
+
+def _paths_and_params(p, args) -> tuple[dict, dict]:
+    """The --input paths (or patterns), every input given once, and the --param values."""
+    ins = _parse_assignments(args.input, "input")
+    names = [b.name for b in p.ir.inputs]
+    for k in ins:
+        if k not in names:
+            raise HdslError(f"pipeline '{p.name}' has no input '{k}'", None, "its inputs: " + (", ".join(names) or "(none)"))
+    missing = [n for n in names if n not in ins]
+    if missing:
+        raise HdslError(f"input '{missing[0]}' is missing", None, " ".join(f"--input {n}=PATH" for n in missing))
+    pdecl = {q.name: q for q in p.ir.params}
+    params = {}
+    for k, text in _parse_assignments(args.param, "param").items():
+        if k not in pdecl:
+            raise HdslError(f"pipeline '{p.name}' has no param '{k}'", None,
+                            "its params: " + (", ".join(pdecl) or "(none)"))
+        params[k] = _param_value(pdecl[k], text)
+    return ins, params
+
+
+def cmd_batch(args) -> int:
+    """`hdsl run` over many images: an --input pattern and an --output template."""
+    import hdsl
+    from hdsl.scale.batch import batch, progress_printer
+    for flag, given in (("--time", args.time), ("--size", args.size), ("--min", args.min)):
+        if given:
+            raise HdslError(f"{flag} does not go with a batch (an --input pattern or --output template)", None,
+                            "run one image at a time for it")
+    p = hdsl.load(args.file)
+    p = p.compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+    ins, params = _paths_and_params(p, args)
+    outs = args.output or []
+    if not outs:
+        raise HdslError("no --output given", None, "e.g. --output 'out/{stem}.png'")
+    named = {}
+    for spec in outs:
+        if "=" in spec and spec.split("=", 1)[0].isidentifier():
+            k, v = spec.split("=", 1)
+            named[k] = v
+        elif len(outs) == 1:
+            named = spec
+        else:
+            raise HdslError(f"--output '{spec}': with several --output give each as NAME=TEMPLATE", None)
+    result = batch(p, ins, named, params, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
+                   progress=progress_printer())
+    failed = result.failed
+    done, skipped = len(result.done), len(result.skipped)
+    print(f"{len(result)} images: {done} done" + (f", {skipped} skipped (--resume: done before)" if skipped else "")
+          + (f", {len(failed)} failed" if failed else "") + f" in {result.seconds:.1f} s")
+    if failed:
+        print(f"error: {len(failed)} of {len(result)} images failed: " + ", ".join(r.name for r in failed[:5])
+              + (", ..." if len(failed) > 5 else ""), file=sys.stderr)
+        print("hint: their errors are above; rerun with --resume to run only the images not done", file=sys.stderr)
+        return 1
+    return 0
+
+
+LARGE = (".zarr", ".tif", ".tiff")
+
+
+def _is_large(args) -> bool:
+    paths = list(_parse_assignments(args.input, "input").values()) + \
+        [o.split("=", 1)[1] if "=" in o and o.split("=", 1)[0].isidentifier() else o for o in args.output or []]
+    return args.tile is not None or any(Path(q.rstrip("/")).suffix.lower() in LARGE for q in paths)
+
+
+def cmd_large(args) -> int:
+    """`hdsl run` on images larger than memory: zarr or TIFF in or out, computed tile by tile with
+    p.on_dask (docs/scale.md), in threads here or on the Dask cluster of --scheduler."""
+    import contextlib
+
+    import hdsl
+    try:
+        import dask
+        from hdsl.scale.io import open_image, save_image as save_large
+    except ImportError as e:
+        raise HdslError(f"zarr and TIFF images need Dask: {e}", None, "pip install 'hdsl[dask]'") from None
+    if args.time or args.workers is not None or args.resume:
+        raise HdslError("--time, --workers and --resume do not go with a large image (zarr or TIFF)", None)
+    tile = _int_list("--tile", args.tile, "W,H") if args.tile else [2048, 2048]
+    if len(tile) != 2 or min(tile) < 1:
+        raise HdslError(f"--tile '{args.tile}' should be W,H (positive)", None)
+    p = hdsl.load(args.file).compile(target=args.target, schedule=args.schedule, use_cache=not args.no_cache)
+    given, params = _paths_and_params(p, args)
+    kwargs = {**{k: open_image(v, chunks=tile[::-1]) for k, v in given.items()}, **params}
+    outs = [f.name for f in p.ir.outputs]
+    dests = {}
+    for spec in args.output or []:
+        if "=" in spec and spec.split("=", 1)[0] in outs:
+            k, v = spec.split("=", 1)
+            dests[k] = v
+        elif len(outs) == 1:
+            dests[outs[0]] = spec
+        else:
+            raise HdslError(f"pipeline '{p.name}' has {len(outs)} outputs; name each one", None,
+                            "--output " + " --output ".join(f"{n}=PATH" for n in outs))
+    if not dests:
+        raise HdslError("no --output given", None, "e.g. --output out.zarr")
+    size = _int_list("--size", args.size, "W[,H[,C]]") if args.size else None
+    origin = _int_list("--min", args.min, "X[,Y[,C]]") if args.min else None
+    t0 = time.perf_counter()
+    result = p.on_dask(size=size, min=origin, tile=tuple(tile), **kwargs)
+    result = result if isinstance(result, tuple) else (result,)
+    client = None
+    if args.scheduler:
+        from distributed import Client
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise HdslError(f"cannot reach the Dask scheduler at {args.scheduler}: {e}", None,
+                            "start one with `dask scheduler` and workers with `dask worker ADDRESS`") from None
+    try:
+        with dask.config.set(scheduler="threads") if client is None else contextlib.nullcontext():
+            for name, arr in zip(outs, result):
+                if name not in dests:
+                    continue
+                path = dests[name]
+                if Path(path).suffix.lower() in LARGE + (".npy",):
+                    save_large(arr, path)
+                else:
+                    from hdsl.runtime.images import ImageError, save_image
+                    _save(path, arr.compute(), save_image, ImageError)
+    finally:
+        if client is not None:
+            client.close()
+    shape = "x".join(str(n) for n in result[0].shape[1::-1] + result[0].shape[2:])
+    print(f"{', '.join(dests.values())}: {shape}, {result[0].npartitions} tiles, {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def cmd_run(args) -> int:
     import hdsl
     from hdsl.runtime.images import ImageError, save_image
+    if _is_large(args):
+        return cmd_large(args)
+    if _is_batch(args):
+        return cmd_batch(args)
 
     t0 = time.perf_counter()
     p = hdsl.load(args.file)
@@ -496,10 +644,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also lower every schedule block (no code generation): report what the native "
                         "compiler would refuse")
     c.set_defaults(fn=cmd_check)
-    r = sub.add_parser("run", help="run a pipeline on image files")
+    r = sub.add_parser("run", help="run a pipeline on image files (or a batch of them: an --input pattern)")
     r.add_argument("file", metavar="FILE", help="the .hl program")
     r.add_argument("--input", action="append", metavar="NAME=PATH",
-                   help="the image (.png, .jpg, .npy) for input NAME; one per input")
+                   help="the image (.png, .jpg, .npy) for input NAME; one per input; a quoted pattern "
+                        "(img='photos/*.png') runs a batch, one image after another or in parallel")
     r.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a value for param NAME (params with a default may be left out)")
     r.add_argument("--output", action="append", metavar="PATH|NAME=PATH",
@@ -515,6 +664,20 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "auto: the automatic scheduler's)")
     r.add_argument("--time", type=_positive_int, metavar="N", help="run N times; print median and min")
     r.add_argument("--no-cache", action="store_true", help="compile afresh, ignoring the on-disk cache")
+    r.add_argument("--workers", type=_count, metavar="N",
+                   help="a batch (an --input pattern such as img='photos/*.png' and an --output template "
+                        "such as 'out/{stem}.png', fields {stem} {name} {parent} {index}): run it in N local "
+                        "processes (default: one per CPU; 0: in this process)")
+    r.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run a batch on the Dask cluster at ADDRESS (tcp://host:8786; needs "
+                        "pip install 'hdsl[dask]'; the workers must see the same files)")
+    r.add_argument("--tile", metavar="W,H",
+                   help="an image larger than memory (an --input or --output that is .zarr, .tif or .tiff): "
+                        "compute it in tiles of W x H output pixels (default 2048,2048), each from the input "
+                        "region bounds inference gives, in threads or on --scheduler's cluster (needs "
+                        "pip install 'hdsl[dask]')")
+    r.add_argument("--resume", action="store_true",
+                   help="in a batch, skip the images whose outputs exist (each is written whole or not at all)")
     r.set_defaults(fn=cmd_run)
     co = sub.add_parser("compile", help="compile ahead of time to an object file, shared library and C header")
     co.add_argument("file", metavar="FILE", help="the .hl program")

@@ -92,6 +92,14 @@ print(hdsl.__file__)
 print(native.shape, native.dtype)
 """
 
+DASK_SCRIPT = """
+import numpy as np, dask, dask.array as da, hdsl
+from hdsl.runtime.images import load_image
+img = load_image("gray8.png")
+out = hdsl.load("unsharp.hl").on_dask(img=da.from_array(img, chunks=(50, 70)), tile=(64, 48))
+with dask.config.set(scheduler="threads"):
+    np.save("dask.npy", out.compute())
+"""
 
 def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     work = tmp_path / "build"
@@ -137,6 +145,17 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     native, interp = np.load(user / "native.npy"), np.load(user / "interp.npy")
     assert native.shape == np.asarray(Image.open(IMAGE)).shape and native.dtype == np.uint8
     assert np.array_equal(native, interp)
+
+    # a batch in spawned local processes (they import hdsl from the wheel too), and on_dask
+    (user / "photos").mkdir()
+    for stem in ("a", "b"):
+        shutil.copy(IMAGE, user / "photos" / f"{stem}.png")
+    _run([hdsl_cmd, "run", "unsharp.hl", "--input", "img=photos/*.png", "--output", "batch/{stem}.npy",
+          "--workers", "2"], cwd=user, env=env)
+    for stem in ("a", "b"):
+        assert np.array_equal(np.load(user / "batch" / f"{stem}.npy"), native)
+    _run([py, "-c", DASK_SCRIPT], cwd=user, env=env)
+    assert np.array_equal(np.load(user / "dask.npy"), native)
 
     out = _run([py, "-c", API_SCRIPT], cwd=user, env=env).stdout.split("\n")
     assert Path(out[0]).resolve().is_relative_to(site.resolve()), f"imported hdsl from {out[0]}, not the wheel"

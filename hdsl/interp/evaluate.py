@@ -115,6 +115,7 @@ class Evaluator:
                         target[d][0] = min(target[d][0], lo)
                         target[d][1] = max(target[d][1], hi)
         self.boxes = boxes
+        self.need_inputs = need_inputs
         self._check_inputs(need_inputs)
 
     @staticmethod
@@ -532,30 +533,11 @@ def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str,
             boxes: list[list[tuple[int, int]]], out=None, schedule=None) -> list[list[np.ndarray]]:
     """Realize every output over its box [(min, extent) per dim]; arrays are indexed [x, y, ...].
     `schedule`: the Schedule whose bound() directives apply (the others change no value)."""
-    ev = Evaluator(pipeline, inputs, params, out, schedule)
-    init = {}
-    for f, box in zip(pipeline.outputs, boxes):
-        init[id(f)] = [[lo, lo + ext - 1] for lo, ext in box]
     for f, box in zip(pipeline.outputs, boxes):
         if any(ext <= 0 for _, ext in box):
             raise HdslError(f"output '{f.name}' has an empty size", None, "every extent must be positive")
-    inlined: set[str] = set()
-    out_boxes = [init[id(f)] for f in pipeline.outputs]
-    while True:
-        try:
-            with np.errstate(all="ignore"):
-                results = ev.run(init)
-            break
-        except _TooLarge as big:
-            # a pure Func needed over an unbounded (or huge) region, such as a boundary
-            # condition read at data-dependent coordinates, is computed where it is used
-            # instead: the same values, and only its callers' regions must be bounded
-            from hdsl.ir.transform import inline_funcs
-            if big.func.name in inlined or len(inlined) >= 64:
-                raise HdslError(f"'{big.func.name}' is needed over an unbounded region", big.func.span) from None
-            inlined.add(big.func.name)
-            ev = Evaluator(inline_funcs(pipeline, inlined), inputs, params, out, schedule)
-            init = {id(g): [list(b) for b in box] for g, box in zip(ev.p.outputs, out_boxes)}
+    with np.errstate(all="ignore"):
+        results = _evaluate(pipeline, inputs, params, boxes, out, schedule, lambda ev, init: ev.run(init))
     out_arrays = []
     for f, r, box in zip(pipeline.outputs, results, boxes):
         for d, ((lo, ext), m, e) in enumerate(zip(box, r.mins, r.extents)):
@@ -566,3 +548,55 @@ def realize(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str,
     return out_arrays
 
 
+def _evaluate(pipeline, inputs, params, boxes, out, schedule, step):
+    """step(evaluator, initial output boxes) with a fresh Evaluator, retried with the Funcs
+    found needed over unbounded regions inlined (see realize)."""
+    ev = Evaluator(pipeline, inputs, params, out, schedule)
+    out_boxes = [[[lo, lo + ext - 1] for lo, ext in box] for box in boxes]
+    init = {id(f): [list(b) for b in box] for f, box in zip(pipeline.outputs, out_boxes)}
+    inlined: set[str] = set()
+    while True:
+        try:
+            return step(ev, init)
+        except _TooLarge as big:
+            # a pure Func needed over an unbounded (or huge) region, such as a boundary
+            # condition read at data-dependent coordinates, is computed where it is used
+            # instead: the same values, and only its callers' regions must be bounded
+            from hdsl.ir.transform import inline_funcs
+            if big.func.name in inlined or len(inlined) >= 64:
+                raise HdslError(f"'{big.func.name}' is needed over an unbounded region", big.func.span) from None
+            inlined.add(big.func.name)
+            ev = Evaluator(inline_funcs(pipeline, inlined), inputs, params, out, schedule)
+            init = {id(g): [list(b) for b in box] for g, box in zip(ev.p.outputs, out_boxes)}
+
+
+def input_regions(pipeline: Pipeline, inputs: dict[str, np.ndarray], params: dict[str, object],
+                  boxes: list[list[tuple[int, int]]], schedule=None) -> dict[str, list[tuple[int, int]]]:
+    """Bounds inference alone: the region of each input [(min, extent) per dim, x first] that
+    realizing the outputs over `boxes` reads (the same inference `realize` runs, so exactly what
+    the evaluator reads, the rdoms' bounds included); an input read nowhere is absent. Only the inputs' shapes are used,
+    unless an rdom's bounds read an input. An input too small for it is the error realize gives."""
+    evs = []
+
+    def step(ev, init):
+        evs.append(ev)
+        ev.infer_regions(init)
+    _evaluate(pipeline, inputs, params, boxes, None, schedule, step)
+    ev = evs[-1]
+    need = {k: [list(r) for r in v] for k, v in ev.need_inputs.items()}
+    for f in ev.order:                  # the points the rdoms' bounds read (before anything runs)
+        for u in f.updates:
+            if u.rdom is None:
+                continue
+            for c in calls_in([e for b in u.rdom.bounds for e in b]):
+                if isinstance(c, InputCall):
+                    region = need.setdefault(id(c.buffer), [[math.inf, -math.inf] for _ in c.args])
+                    for d, a in enumerate(c.args):
+                        v = ev.scalar_value(a)
+                        region[d] = [min(region[d][0], v), max(region[d][1], v)]
+    out = {}
+    for b in pipeline.inputs:
+        region = need.get(id(b))
+        if region is not None and all(lo <= hi for lo, hi in region):
+            out[b.name] = [(int(lo), int(hi) - int(lo) + 1) for lo, hi in region]
+    return out

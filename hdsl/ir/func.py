@@ -232,6 +232,9 @@ class Pipeline:
     # a hash of the source texts it was elaborated from (its file and every module it uses);
     # "" when built otherwise. Keys the compile cache, so a cached compile skips lowering.
     source_key: str = ""
+    # the main file's text (set by hdsl.loads): what Dask workers and batch processes load the
+    # pipeline from (hdsl/scale); "" when built otherwise
+    source_text: str = ""
     # the name a schedule reaches each Func by (`blur_x`, `gp[3]`, `sharp.unsharp_blur.gauss_w`),
     # by id(Func); Funcs no name reaches are absent
     names: dict[int, str] = field(default_factory=dict)
