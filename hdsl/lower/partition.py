@@ -288,12 +288,15 @@ class _Partitioner:
                 parts.append(For(v, sat_stop, _b("-", end, sat_stop), "serial", loop.body))
         elif highs:
             parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
-        if not scalar and not invariant_only:
+        if not scalar and not invariant_only and _directly_around_vectors(loop.body) and \
+                not _has_variable_loop(loop.body):
             # the prologue and epilogue keep the clamps that do not move with v: a narrow
             # region's clamp of a shifted-inwards split, min(lane, extent - 1), which holds
             # for every lane once the region is a vector wide. In the epilogue (the last,
             # shifted tile, run once per row) it would turn the tile's loads and stores into
-            # per-lane ones: those copies get their own all-or-nothing steady state
+            # per-lane ones: those copies get their own all-or-nothing steady state. (Not
+            # where the body holds loops of its own, a tile's producers: those partition
+            # inside, and a copy of the whole nest would cost more code than it saves.)
             parts = [self.partition(p, invariant_only="before" if k == 0 else f"after{k}")
                      if isinstance(p, For) and p.body is loop.body else p for k, p in enumerate(parts)]
         out = Block(tuple(parts))
