@@ -188,7 +188,11 @@ class _Partitioner:
         visit(loop.body, {loop.var} if scalar else set(), scalar)
         return hot, lane_varying
 
-    def partition(self, loop: For, scalar: bool = False) -> Stmt:
+    def partition(self, loop: For, scalar: bool = False, invariant_only: str = "") -> Stmt:
+        """(invariant_only: only the conditions that do not move with the loop's var, which
+        hold for all of its iterations or none: the loop becomes `if they hold: the loop
+        without them, else: the loop`, as two loops of which one is empty; its value names
+        the copy being split, for the names of its bounds.)"""
         hot, lane_varying = self._hot(loop, scalar)
         if not hot:
             return loop
@@ -220,7 +224,8 @@ class _Partitioner:
         # let's min has gone)
         order = sorted((hot[i] for i in found), key=n_hot_below)
         # (a condition that does not move with v is worth a copy only right around vector code)
-        repl, lows, highs = self._choose(order, found, v, invariant=not scalar and _directly_around_vectors(loop.body))
+        repl, lows, highs = self._choose(order, found, v, invariant=invariant_only or (
+            not scalar and _directly_around_vectors(loop.body)), invariant_only=bool(invariant_only))
         if not repl:
             return loop
         m, e = loop.min, loop.extent
@@ -234,7 +239,8 @@ class _Partitioner:
         lo = _b("min", lo_c.value(), end)
         hi = _b("max", hi_c.value(), lo)
         steady_body = _replace_stmt(loop.body, repl)
-        lo_name, hi_name = f"{v}.steady.min", f"{v}.steady.end"
+        kind = f"{invariant_only}.wide" if invariant_only else "steady"
+        lo_name, hi_name = f"{v}.{kind}.min", f"{v}.{kind}.end"
         lo_v, hi_v = Var(lo_name, I32), Var(hi_name, I32)
         if loop.kind == "parallel":
             # one parallel loop (one dispatch to the thread pool), each task choosing its copy
@@ -246,7 +252,7 @@ class _Partitioner:
             parts.append(For(v, m, _b("-", lo_v, m), "serial", loop.body))
         parts.append(For(v, lo_v, _b("-", hi_v, lo_v), "serial", steady_body))
         sat = None
-        if highs and not scalar:
+        if highs and not scalar and not invariant_only:
             # past the steady state a clamp that is not an input's boundary condition (a
             # pyramid level clamped to a coarser level's size) may pin every lane to its
             # bound over a long stretch: there it is the bound itself, a broadcast, instead
@@ -282,6 +288,17 @@ class _Partitioner:
                 parts.append(For(v, sat_stop, _b("-", end, sat_stop), "serial", loop.body))
         elif highs:
             parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
+        if not scalar and not invariant_only and _directly_around_vectors(loop.body) and \
+                not _has_variable_loop(loop.body):
+            # the prologue and epilogue keep the clamps that do not move with v: a narrow
+            # region's clamp of a shifted-inwards split, min(lane, extent - 1), which holds
+            # for every lane once the region is a vector wide. In the epilogue (the last,
+            # shifted tile, run once per row) it would turn the tile's loads and stores into
+            # per-lane ones: those copies get their own all-or-nothing steady state. (Not
+            # where the body holds loops of its own, a tile's producers: those partition
+            # inside, and a copy of the whole nest would cost more code than it saves.)
+            parts = [self.partition(p, invariant_only="before" if k == 0 else f"after{k}")
+                     if isinstance(p, For) and p.body is loop.body else p for k, p in enumerate(parts)]
         out = Block(tuple(parts))
         if sat is not None:
             if sat_end:
@@ -290,7 +307,7 @@ class _Partitioner:
         return LetStmt(lo_name, lo, LetStmt(hi_name, hi, out))
 
     def _choose(self, order, found, v, only: str | None = None, invariant: bool = False,
-                free_hi: frozenset | set = frozenset()):
+                free_hi: frozenset | set = frozenset(), invariant_only: bool = False):
         """Replacements for the hot nodes (in `order`, inner ones first) that hold over one
         range of v, with the bounds of that range: (repl, lows, highs). only="lo": just
         replacements that hold for all v from some point on (the end of the loop), except the
@@ -311,7 +328,7 @@ class _Partitioner:
                     bounds = []
                     for in_if, chain in occurrences:
                         _, d, r = _conditions(cur, in_if)[k]
-                        b = self._solve(d, v, chain, repl, invariant and (only or "hi"))
+                        b = self._solve(d, v, chain, repl, invariant and (only or "hi"), invariant_only)
                         if b is None or (only is not None and b[0] != only and id(n) not in free_hi):
                             break
                         bounds.append(b)
@@ -329,7 +346,8 @@ class _Partitioner:
         return repl, lows, highs
 
     @staticmethod
-    def _solve(d: Expr, v: str, chain, repl: dict, invariant: str | bool = False) -> tuple[str, Expr] | None:
+    def _solve(d: Expr, v: str, chain, repl: dict, invariant: str | bool = False,
+               invariant_only: bool = False) -> tuple[str, Expr] | None:
         """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L
         (invariant "hi" or "lo": d may not move with v at all, and the bound of that kind
         is then all or nothing).
@@ -350,7 +368,7 @@ class _Partitioner:
         const = _linear(full, 1, terms, order)
         kv = _key(Var(v, I32))
         c = terms.get(kv, [None, 0])[1]
-        if c == 0 and not invariant:
+        if (c == 0 and not invariant) or (c != 0 and invariant_only):
             return None
         rest = {k: t for k, t in terms.items() if k != kv}
         for t, _ in rest.values():

@@ -67,15 +67,18 @@ def test_blur_x_steady_state_has_no_clamps():
     stmt = lower(p.ir, "tiled").stmt
     parts = _loops(stmt, "blur_x.s0.x$1")
     # per copy of out's x loop (itself split into whole tiles and the last one): a prologue
-    # (the left edge), the steady state and an epilogue (the right edge and the tail)
-    assert len(parts) == 6
-    for pro, steady, epi in (parts[:3], parts[3:]):
+    # (the left edge), the steady state and an epilogue (the right edge and the tail), the
+    # prologue and epilogue each in two copies: for a region at least a vector wide and not
+    assert len(parts) == 10
+    for pro_wide, pro, steady, epi_wide, epi in (parts[:5], parts[5:]):
         clamps = [_minmax_in_vector_code(l) for l in (pro, steady, epi)]
         # x's clamp (a min and a max per tap: 6) is gone in the steady state, and so are the
         # four of blur_x's split shifted inwards (the tile's start, max(min(x * 16, e - 16), 0),
         # and a narrow region's min(x_i, max(e - 1, 0))); y's clamp does not vary across lanes
         # and stays (one min and one max, shared by the taps)
         assert clamps[1] == clamps[0] - 10 == clamps[2] - 10 == 2
+        # the copies for a wide region lack the narrow region's clamp (a min and a max)
+        assert _minmax_in_vector_code(pro_wide) == _minmax_in_vector_code(epi_wide) == clamps[0] - 2
 
 
 def test_output_steady_state_has_no_tail_guard():
@@ -542,11 +545,13 @@ schedule s {
     stmt = lower(p.ir, "s", shift_outputs=True).stmt
     parts = _loops(stmt, "g.s0.x$1")
     # prologue, steady state, mixed epilogue, saturated, and g's last tile (its split shifts
-    # it inwards: g is not an output, Halide's ShiftInwards)
-    assert len(parts) == 5
-    sat = parts[3]
+    # it inwards: g is not an output, Halide's ShiftInwards); all but the steady state and
+    # the saturated copy in two copies, for g's region at least a vector wide and narrower
+    assert len(parts) == 8
+    sat = parts[5]
     assert isinstance(sat.min, Var) and sat.min.name.endswith(".saturated.min")
-    assert isinstance(parts[4].min, Var) and parts[4].min.name.endswith(".saturated.end")
+    assert isinstance(parts[6].min, Var) and parts[6].min.name.endswith(".after4.wide.min")
+    parts = parts[1:3] + parts[4:]          # (the clamped copies, as the test was written)
     # in the saturated copy x's clamps are gone from the lanes: what is left is scalar
     def lane_minmax(loop):
         n = 0
@@ -572,4 +577,52 @@ schedule s {
     c = p.compile("host", schedule="s", use_cache=False)
     for w in (1, 5, 8, 9, 16, 33, 64, 100):
         img = np.random.RandomState(w).rand(3, w).astype(np.float32)
+        assert np.array_equal(c(img=img), p(img=img)), w
+
+
+def test_the_last_shifted_tile_of_a_region_a_vector_wide_has_no_lane_clamps():
+    """A shifted-inwards split of a producer's x clamps each lane to the region,
+    min(x_i, extent - 1), for regions narrower than a vector. That clamp does not move with
+    the tile index, so the steady state drops it all or nothing; the epilogue (the last tile,
+    shifted back to end at the edge, run once per row) kept it, and there it made every lane
+    a separate load and store (camera_pipe's planes: pextrw/pinsrw per lane). The epilogue
+    now has a copy without it, taken when the region is at least a vector wide; narrower
+    regions take the clamped copy. Every width gives the evaluator's values."""
+    text = """
+pipeline tail
+input  img: u16[2]
+output out: u16[2]
+algorithm {
+    f(x, y) = img(x, y) * 3 + 1
+    out(x, y) = f(x, y) + f(x, y) / 2
+}
+schedule s {
+    f.compute_at(out, y).vectorize(x, 8)
+}
+"""
+    p = hdsl.loads(text, "tail.hl")
+    stmt = lower(p.ir, "s").stmt
+    parts = _loops(stmt, "f.s0.x$1")
+
+    def lane_clamps(loop):
+        n = 0
+
+        def visit(s):
+            nonlocal n
+            for e in _exprs(s):
+                n += sum(1 for m in walk(e) if isinstance(m, BinOp) and m.op in ("min", "max")
+                         and "f.s0.x_i" in free_vars(m))
+            for k in _kids(s):
+                visit(k)
+        visit(loop)
+        return n
+    clean = [lp for lp in parts if lane_clamps(lp) == 0]
+    clamped = [lp for lp in parts if lane_clamps(lp) > 0]
+    # the steady state and the epilogue's copy for wide regions; the clamped copy for narrow ones
+    assert len(clean) >= 2 and clamped, [lane_clamps(lp) for lp in parts]
+    assert any("after" in str(lp.min) and ".wide." in str(lp.min) for lp in clean), \
+        "no clamp-free copy of the epilogue"
+    c = p.compile("host", schedule="s", use_cache=False)
+    for w in (1, 3, 7, 8, 9, 15, 16, 17, 40, 45):
+        img = np.random.RandomState(w).randint(0, 20000, (3, w)).astype(np.uint16)
         assert np.array_equal(c(img=img), p(img=img)), w
