@@ -24,14 +24,12 @@ from hdsl.diagnostics import HdslError
 CPU_VARIANTS = ("host", "x86-64-avx2", "x86-64-avx512")
 CUDA_ARCHS = (75, 80, 90)
 DEFAULT_SM = 75
-# Shared memory one block may have, by compute capability, in bytes: the opt-in maxima of
-# NVIDIA's tuning guides (Turing: "a single thread block [may] address the full 64 KB",
-# docs.nvidia.com/cuda/turing-tuning-guide 1.4.2.1; A100: "maximum shared memory per thread
-# block is 163 KB", docs.nvidia.com/cuda/ampere-tuning-guide 1.4.4.1; H100: "up to 227 KB
-# per thread block", docs.nvidia.com/cuda/hopper-tuning-guide 1.4.3.1; the same numbers as
-# the CUDA C++ Programming Guide's table of technical specifications per compute
-# capability). Beyond STATIC_SHARED_LIMIT (48 KB) a kernel must use dynamic shared memory
-# and opt in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (same guides).
+# Shared memory one block may have, by compute capability, in bytes: the opt-in maxima of the
+# CUDA C++ Programming Guide's table of technical specifications per compute capability
+# ("maximum amount of shared memory per thread block": 64 KB for 7.5, 163 KB for 8.0, 227 KB
+# for 9.0; the Turing, Ampere and Hopper tuning guides give the same numbers). Beyond
+# STATIC_SHARED_LIMIT (48 KB) a kernel must use dynamic shared memory and opt in with
+# cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (same guides).
 SHARED_MEMORY_LIMIT = {75: 64 * 1024, 80: 163 * 1024, 90: 227 * 1024}
 STATIC_SHARED_LIMIT = 48 * 1024
 TARGET_NAMES = ("interp", *CPU_VARIANTS, "cuda", "cuda-sm_80", "cuda-sm_90", "cuda-emulate", "opengl")
