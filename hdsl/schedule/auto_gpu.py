@@ -1,5 +1,5 @@
-"""The automatic scheduler's rules for a CUDA target (`schedule auto` compiled for `cuda`,
-`cuda-sm_80`, `cuda-sm_90` or `cuda-emulate`).
+"""The automatic scheduler's rules for a GPU target (`schedule auto` compiled for `cuda`,
+`cuda-sm_80`, `cuda-sm_90`, `cuda-emulate`, or `opengl`'s compute path).
 
 The CPU rules (hdsl/schedule/auto.py: `analyse`, `decide`) choose what is inlined, what is
 computed at the root and what per tile of a consumer; these rules map that choice onto the
@@ -20,6 +20,15 @@ GPU, as Halide's GPU apps schedule by hand (apps/*/..._generator.cpp, the
   checked by lowering the candidate: a producer that does not fit (or whose size depends
   on run-time values) is computed at the root as a kernel of its own instead;
 - cheap producers stay inlined (the CPU rules' choice).
+
+On opengl the same rules with OpenGL's limits: a block's invocations and shared memory at
+most the least every OpenGL 4.3 has (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS 1024,
+GL_MAX_COMPUTE_SHARED_MEMORY_SIZE 32 KB: the same schedule on every driver); a stage whose kernel GLSL cannot
+compute (64-bit integers, f64, f16: found by generating the candidate's shaders) is computed
+at the root on the host instead (one GLSL refuses though it is inlined into a kernel is
+reported as GLSL's error); an update is tiled only where its reduction domain has a constant
+size of at most GL_LOOP_BUDGET points per invocation (llvmpipe's loop limit), else it runs
+on the host.
 """
 from __future__ import annotations
 
@@ -30,7 +39,13 @@ from hdsl.target import parse_target
 TILE = (16, 16)
 TILE_1D = 64
 MAX_THREADS = 1024
-GL_MIN_SHARED_BYTES = 32 * 1024     # GL_MAX_COMPUTE_SHARED_MEMORY_SIZE's least value (OpenGL 4.3)
+# OpenGL 4.3's least GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS and GL_MAX_COMPUTE_SHARED_MEMORY_SIZE
+GL_MIN_GROUP_INVOCATIONS = 1024
+GL_MIN_SHARED_BYTES = 32 * 1024
+# the reduction points one OpenGL invocation may take in an update kernel: well under
+# llvmpipe's 65535 loop iterations per invocation (runtime/opengl.py LLVMPIPE_LOOP_LIMIT),
+# leaving room for the loops of what is inlined into it
+GL_LOOP_BUDGET = 4096
 
 
 def gpu_genes(p: Pipeline, target: str) -> dict[str, list[str]]:
@@ -41,16 +56,16 @@ def gpu_genes(p: Pipeline, target: str) -> dict[str, list[str]]:
     demoted: set[str] = set()          # computed at the root instead of in shared memory
     host: set[str] = set()             # (opengl) kept on the host: GLSL cannot compute them
     for _ in range(2 * len(stages) + 2):
-        genes = _genes(p, stages, demoted, host)
+        genes = _genes(p, stages, demoted, host, target)
         bad, refused = _misfits(p, genes, target, stages, demoted)
         if not bad and not refused:
             return genes
         demoted |= bad
         host |= refused
-    return _genes(p, stages, {s.name for s in stages.values() if s.name}, host)
+    return _genes(p, stages, {s.name for s in stages.values() if s.name}, host, target)
 
 
-def _genes(p: Pipeline, stages, demoted: set, host: set) -> dict[str, list[str]]:
+def _genes(p: Pipeline, stages, demoted: set, host: set, target: str) -> dict[str, list[str]]:
     from hdsl.schedule.auto import _large_dims
     genes: dict[str, list[str]] = {}
     for f in reversed(topo_order(p.outputs)):
@@ -80,7 +95,7 @@ def _genes(p: Pipeline, stages, demoted: set, host: set) -> dict[str, list[str]]
             lines.append(f"{s.name}." + ".".join(chain))
         if choice in ("root", "output") and len(_large_dims(s)) >= 1 and s.name not in host:
             for i, u in enumerate(f.updates):
-                tiles = _update_kernel(s, u)
+                tiles = _update_kernel(s, u, target)
                 if tiles:
                     lines.append(f"{s.name}.update({i})." + ".".join(tiles))
         genes[s.name] = lines
@@ -134,10 +149,15 @@ def _threads(s) -> list[str]:
     return _order(s) + [f"gpu_threads({', '.join(f.args[d] for d in large)})"]
 
 
-def _update_kernel(s, u) -> list[str]:
+def _update_kernel(s, u, target: str) -> list[str]:
     """gpu_tile of an update over the dims its pure stage is tiled over, where both are pure
-    vars of the update (each point's reduction then runs in its own thread)."""
+    vars of the update (each point's reduction then runs in its own thread). On opengl only
+    where its reduction domain has a constant size of at most GL_LOOP_BUDGET points: llvmpipe
+    ends an invocation's loops after 65535 iterations (docs/opengl.md), so a larger (or
+    run-time sized) reduction per thread runs on the host instead."""
     from hdsl.schedule.auto import _large_dims
+    if parse_target(target).arch == "opengl" and u.rdom is not None and not _fits_loop_budget(u.rdom):
+        return []
     f = s.f
     large = _large_dims(s)
     pure = {a for _, a in pure_positions(f, u)}
@@ -148,6 +168,18 @@ def _update_kernel(s, u) -> list[str]:
         return [f"gpu_tile({dims[0]}, {dims[0]}_i, {TILE_1D})"]
     x, y = dims
     return [f"gpu_tile({x}, {y}, {x}_i, {y}_i, {TILE[0]}, {TILE[1]})"]
+
+
+def _fits_loop_budget(rdom) -> bool:
+    from hdsl.ir.simplify import simplify
+    from hdsl.schedule.auto import _const
+    n = 1
+    for _, extent in rdom.bounds:
+        e = _const(simplify(extent))
+        if e is None:
+            return False
+        n *= max(e, 0)
+    return n <= GL_LOOP_BUDGET
 
 
 def genes_text(p: Pipeline, genes: dict) -> str:
@@ -198,18 +230,14 @@ def _misfits(p: Pipeline, genes: dict, target: str, stages, demoted: set) -> tup
 
 def _block_limits(t) -> tuple[int, int | None]:
     """(threads a block may have, bytes of shared memory it may use) on target t: CUDA's 1024
-    and the compute capability's (Target.shared_memory_limit); OpenGL's as this machine's
-    driver reports them (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS, _SHARED_MEMORY_SIZE), or
-    OpenGL 4.3's minimums (1024 invocations, 32 KB) where no context can be made."""
+    and the compute capability's (Target.shared_memory_limit); on OpenGL the least that every
+    OpenGL 4.3 promises (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS 1024,
+    GL_MAX_COMPUTE_SHARED_MEMORY_SIZE 32 KB), not this driver's own: the automatic schedule
+    is then the same on every machine, as the compile cache (keyed by the sources and the
+    schedule's name) assumes."""
     if t.arch != "opengl":
         return MAX_THREADS, t.shared_memory_limit
-    from hdsl.codegen.glsl import group_limits
-    try:
-        from hdsl.runtime.opengl import context
-        shared = context().max_shared_bytes
-    except Exception:          # (no OpenGL here: schedule against the minimums)
-        shared = GL_MIN_SHARED_BYTES
-    return min(MAX_THREADS, group_limits()[0]), shared
+    return GL_MIN_GROUP_INVOCATIONS, GL_MIN_SHARED_BYTES
 
 
 def _glsl_refused(p: Pipeline, k, stages) -> set[str]:

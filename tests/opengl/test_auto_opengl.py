@@ -1,5 +1,5 @@
 """`schedule auto` for `--target opengl` (its compute path): hdsl/schedule/auto_gpu.py's GPU
-rules with OpenGL's limits. Every example with a `schedule opengl` block, under the automatic
+rules with OpenGL's limits (docs/opengl.md). Every example with a `schedule opengl` block, under the automatic
 schedule on OpenGL (llvmpipe in CI), gives exactly the reference evaluator's values on a small
 crop (sizes no multiple of the 16x16 work groups); a stage GLSL cannot compute (64-bit
 integers) stays on the host; a shared-memory tile over the driver's limit becomes a kernel of
@@ -16,6 +16,7 @@ import hdsl
 from hdsl.runtime.images import load_image
 from hdsl.schedule import auto_gpu
 from hdsl.schedule.auto import auto_text, block_text
+from hdsl.target import parse_target
 from tests.gpu.programs import BLUR
 from tests.opengl.test_examples import EX, IMAGES
 
@@ -82,10 +83,10 @@ def test_a_stage_glsl_cannot_compute_stays_on_the_host(gl):
 
 def test_a_shared_tile_over_the_drivers_limit_is_a_kernel_of_its_own(gl, monkeypatch):
     """blur_x per 16x16 block takes 16 x 18 u16 = 576 bytes of shared memory: under a limit
-    of 512 bytes (the driver's, here pretended; OpenGL 4.3 promises 32 KB) it is computed at
-    the root as its own kernel instead, and the values stay the evaluator's. (Run as a block
-    of its own: compiled objects are cached by the schedule's name, and `auto` is the
-    driver's limit's.)"""
+    of 512 bytes (pretended here: the rules plan for OpenGL 4.3's least, 32 KB) it is computed
+    at the root as its own kernel instead, and the values stay the evaluator's. (Run as a
+    block of its own name: compiled objects are cached by the schedule's name.)"""
+    assert auto_gpu._block_limits(parse_target("opengl")) == (1024, 32 * 1024)
     p = hdsl.load(EX / "blur.hl")
     assert "blur_x.compute_at(out, x).gpu_threads(x, y)" in auto_text(p.ir, "opengl")
     monkeypatch.setattr(auto_gpu, "_block_limits", lambda t: (1024, 512))
@@ -106,3 +107,30 @@ def test_hdsl_schedule_prints_the_opengl_schedule_which_compiles_as_written(gl, 
     p = hdsl.loads(src, "harris.hl")
     img = np.ascontiguousarray(load_image(IMAGES / "rgb8.png")[:33, :40])
     np.testing.assert_array_equal(p.compile("opengl", schedule="mine")(img=img), p.compile("interp")(img=img))
+
+
+SUM = """pipeline s
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    rdom r = [0..N]
+    out(x, y) = 0.0f
+    out(x, y) += img(x + r.x, y)
+}
+"""
+
+
+@pytest.mark.parametrize("n, on_gpu", [(64, True), (4096, True), (4097, False), (100000, False)])
+def test_an_update_with_a_large_reduction_per_point_runs_on_the_host(gl, n, on_gpu):
+    """llvmpipe stops an invocation's loops after 65535 iterations (docs/opengl.md): an
+    update whose reduction per point is over GL_LOOP_BUDGET (4096) points stays on the host
+    on opengl (cuda tiles it); the pure stage is a kernel either way. Run where small."""
+    p = hdsl.loads(SUM.replace("N", str(n)))
+    update = "out.update(0).gpu_tile(x, y, x_i, y_i, 16, 16)"
+    assert update in auto_text(p.ir, "cuda")
+    text = auto_text(p.ir, "opengl")
+    assert "out.gpu_tile(x, y, x_i, y_i, 16, 16)" in text and (update in text) == on_gpu
+    if n <= 4097:
+        img = np.random.default_rng(n).random((5, n + 19), dtype=np.float32)
+        c = p.compile("opengl", schedule="auto")
+        np.testing.assert_array_equal(c.realize((19, 5), img=img), p.realize((19, 5), img=img))
