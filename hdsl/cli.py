@@ -729,8 +729,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--schedule", metavar="NAME", help="the schedule to print: auto (default), a block's name, or default (the "
                                                        "unnamed block)")
     sc.add_argument("--target", default="host",
-                    choices=["host", "x86-64-avx2", "x86-64-avx512", "cuda", "cuda-sm_80", "cuda-sm_90", "cuda-emulate"],
-                    help="the target to schedule for (default host; the cuda targets: GPU rules, docs/gpu.md)")
+                    choices=["host", "x86-64-avx2", "x86-64-avx512", "cuda", "cuda-sm_80", "cuda-sm_90", "cuda-emulate",
+                             "opengl"],
+                    help="the target to schedule for (default host; the cuda targets and opengl: GPU rules, "
+                         "docs/gpu.md, docs/opengl.md)")
     sc.add_argument("--name", default="mine", metavar="BLOCK", help="the printed block's name (default mine)")
     sc.set_defaults(fn=cmd_schedule)
     tu = sub.add_parser("tune", help="search for a fast schedule (the 2013 paper's genetic search) and write "

@@ -482,7 +482,7 @@ def estimate_lines(p: Pipeline) -> list[str]:
 
 def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
     """The automatic schedule's chains, by the name of the Func they schedule (consumers first)."""
-    if rules_for(target) == "cuda":
+    if rules_for(target) in ("cuda", "opengl"):
         from hdsl.schedule.auto_gpu import gpu_genes       # (the GPU rules' own module)
         return gpu_genes(p, target)
     stages = analyse(p, target)
@@ -524,12 +524,14 @@ def auto_text(p: Pipeline, target: str = "host") -> str:
 
 def rules_for(target: str) -> str:
     """The hook for targets: "cpu", the rules above, for every CPU target; "cuda" for the
-    CUDA targets and cuda-emulate, whose gpu_tile rules are hdsl/schedule/auto_gpu.py's."""
-    if parse_target(target).arch == "cuda":
-        return "cuda"
+    CUDA targets and cuda-emulate, "opengl" for opengl (its compute path), whose gpu_tile
+    rules are hdsl/schedule/auto_gpu.py's (with each target's limits)."""
+    if parse_target(target).arch in ("cuda", "opengl"):
+        return parse_target(target).arch
     if parse_target(target).base not in CPU_TARGETS:
         raise HdslError(f"the automatic scheduler has no rules for target '{target}' yet", None,
-                        "it schedules for the CPU (host, x86-64-avx2, x86-64-avx512); write a "
+                        "it schedules for the CPU (host, x86-64-avx2, x86-64-avx512) and the GPU (cuda, "
+                        "cuda-sm_80, cuda-sm_90, cuda-emulate, opengl); write a "
                         "`schedule NAME { ... }` block for this target")
     return "cpu"
 

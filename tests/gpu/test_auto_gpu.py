@@ -113,11 +113,10 @@ def test_a_stencil_too_wide_for_a_block_is_a_kernel_of_its_own():
     assert dev.counts["launch"] == 2
 
 
-def test_the_cpu_targets_keep_the_cpu_rules_and_opengl_has_none_yet():
+def test_the_cpu_targets_keep_the_cpu_rules():
+    # (opengl's automatic schedule: tests/opengl/test_auto_opengl.py)
     p = hdsl.load(EX / "blur.hl")
     assert "gpu_" not in auto_text(p.ir, "host")
-    with pytest.raises(hdsl.HdslError, match="no rules for target 'opengl'"):
-        auto_text(p.ir, "opengl")
 
 
 @pytest.mark.parametrize("name", ["blur", "harris", "bilateral_grid"])

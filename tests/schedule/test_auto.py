@@ -118,10 +118,12 @@ def test_an_auto_block_holds_only_estimates():
 
 
 def test_gpu_targets_are_a_hook_not_a_silent_cpu_schedule():
-    # (the CUDA targets' rules: hdsl/schedule/auto_gpu.py, tests/gpu/test_auto_gpu.py)
+    # (the GPU targets' rules: hdsl/schedule/auto_gpu.py, tests/gpu/test_auto_gpu.py,
+    # tests/opengl/test_auto_opengl.py)
     assert rules_for("cuda") == rules_for("cuda-emulate") == "cuda"
-    with pytest.raises(HdslError, match="no rules for target 'opengl'"):
-        rules_for("opengl")
+    assert rules_for("opengl") == "opengl"
+    with pytest.raises(HdslError, match="no rules for target 'interp'"):
+        rules_for("interp")
     assert rules_for("x86-64-avx512-fast_math") == "cpu"
 
 
