@@ -376,10 +376,12 @@ def called(e: Expr) -> frozenset:
     return go(e)
 
 
-def subst_vars(e: Expr, mapping: dict) -> Expr:
-    """e with the Vars named in mapping replaced; subtrees that mention none are kept as they are."""
+def subst_vars(e: Expr, mapping: dict, memo: dict | None = None) -> Expr:
+    """e with the Vars named in mapping replaced; subtrees that mention none are kept as they are.
+    `memo`: shared by calls with the same mapping (their expressions' common subtrees are
+    rewritten once)."""
     keys = frozenset(mapping)
-    memo: dict[int, tuple] = {}
+    memo = {} if memo is None else memo
 
     def go(n: Expr) -> Expr:
         if not (free_vars(n) & keys):

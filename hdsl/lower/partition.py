@@ -313,13 +313,17 @@ class _Partitioner:
         replacements that hold for all v from some point on (the end of the loop), except the
         nodes in free_hi, which may also hold up to some point (their bounds join the highs)."""
         lows, highs, repl = [], [], {}
+        # _replace's results for the current `repl`, shared by every node and _solve call
+        # until `repl` grows (a let's value is otherwise rewritten again for each clamp and
+        # each occurrence: about a fifth of the local Laplacian's lowering)
+        memo: dict = {}
         pending = list(order)
         changed = True
         while changed:
             changed = False
             for n in list(pending):
                 occurrences = found[id(n)]
-                cur = _replace(n, repl, {})
+                cur = _replace(n, repl, memo)
                 if any(not _conditions(cur, in_if) for in_if, _ in occurrences):
                     pending.remove(n)
                     continue            # e.g. a comparison also used outside an if's condition
@@ -328,7 +332,7 @@ class _Partitioner:
                     bounds = []
                     for in_if, chain in occurrences:
                         _, d, r = _conditions(cur, in_if)[k]
-                        b = self._solve(d, v, chain, repl, invariant and (only or "hi"), invariant_only)
+                        b = self._solve(d, v, chain, repl, invariant and (only or "hi"), invariant_only, memo)
                         if b is None or (only is not None and b[0] != only and id(n) not in free_hi):
                             break
                         bounds.append(b)
@@ -339,6 +343,7 @@ class _Partitioner:
                     continue
                 k, bounds = choice
                 repl[id(n)] = _conditions(cur, True)[k][2]
+                memo = {}
                 pending.remove(n)
                 changed = True
                 for kind, e in bounds:
@@ -347,11 +352,13 @@ class _Partitioner:
 
     @staticmethod
     def _solve(d: Expr, v: str, chain, repl: dict, invariant: str | bool = False,
-               invariant_only: bool = False) -> tuple[str, Expr] | None:
+               invariant_only: bool = False, memo: dict | None = None) -> tuple[str, Expr] | None:
         """('hi', H): d <= 0 for every inner iteration when v <= H; ('lo', L): when v >= L
         (invariant "hi" or "lo": d may not move with v at all, and the bound of that kind
         is then all or nothing).
-        The lets' values are taken with the replacements already chosen (`repl`)."""
+        The lets' values are taken with the replacements already chosen (`repl`; `memo`:
+        _replace's memo for that `repl`)."""
+        memo = {} if memo is None else memo
         inner = {b[1] for b in chain}
         # the lets inside the loop, substituted (innermost first: values may use outer ones)
         full = d
@@ -361,7 +368,7 @@ class _Partitioner:
                     if b[1] in _names(full):
                         return None
                     continue
-                full = _subst_var(full, b[1], _replace(b[2], repl, {}))
+                full = _subst_var(full, b[1], _replace(b[2], repl, memo))
         full = simplify(full)
         terms: dict = {}
         order: list = []

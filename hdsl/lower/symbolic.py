@@ -405,13 +405,17 @@ def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = Non
     """Remove symbol `name` from the box: substitute `exact`, or bound over `interval`."""
     if box is None:
         return None
+    # one scope (expr_bounds' memo) and one substitution memo for the whole box: its
+    # candidates share subexpressions (the same index expression in many dims' lo and hi),
+    # bounded or substituted once (the results are the same as one call per candidate)
+    scope, mapping, memo = {name: interval}, {name: exact}, {}
 
     def fix(e: Expr, lower: bool) -> Bound:
         if not _mentions(e, name):
             return e
         if exact is not None:
-            return simplify(subst_vars(e, {name: exact}))
-        lo, hi = expr_bounds(e, {name: interval})
+            return simplify(subst_vars(e, mapping, memo))
+        lo, hi = expr_bounds(e, scope)
         return lo if lower else hi
     out = _Box(len(box._lo))
     for d in range(len(box._lo)):
