@@ -480,6 +480,15 @@ def estimate_lines(p: Pipeline) -> list[str]:
             for f in p.outputs for a, (lo, ext) in zip(f.args, est[id(f)])]
 
 
+def scheduled_stages(p: Pipeline, stages):
+    """(Func, its stage) of every Func the automatic schedule writes a chain for, consumers
+    first (the CPU rules' and the GPU rules' (auto_gpu.py) common walk)."""
+    for f in reversed(topo_order(p.outputs)):
+        s = stages[id(f)]
+        if s.name is not None and s.choice != "default":
+            yield f, s
+
+
 def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
     """The automatic schedule's chains, by the name of the Func they schedule (consumers first)."""
     if rules_for(target) in ("cuda", "opengl"):
@@ -489,10 +498,7 @@ def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
     decide(p, stages)
     tiled_roots = {id(s.at[0]) for s in stages.values() if s.choice == "at"}
     genes: dict[str, list[str]] = {}
-    for f in reversed(topo_order(p.outputs)):
-        s = stages[id(f)]
-        if s.name is None or s.choice == "default":
-            continue
+    for f, s in scheduled_stages(p, stages):
         lines, chain = [], []
         if s.choice == "inline":
             if f.updates:

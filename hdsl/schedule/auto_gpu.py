@@ -66,12 +66,9 @@ def gpu_genes(p: Pipeline, target: str) -> dict[str, list[str]]:
 
 
 def _genes(p: Pipeline, stages, demoted: set, host: set, target: str) -> dict[str, list[str]]:
-    from hdsl.schedule.auto import _large_dims
+    from hdsl.schedule.auto import _large_dims, scheduled_stages
     genes: dict[str, list[str]] = {}
-    for f in reversed(topo_order(p.outputs)):
-        s = stages[id(f)]
-        if s.name is None or s.choice == "default":
-            continue
+    for f, s in scheduled_stages(p, stages):
         lines, chain = [], []
         choice = s.choice
         if choice == "at" and (s.name in demoted or s.name in host or not _shared_site(s, stages, demoted, host)):
