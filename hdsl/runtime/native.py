@@ -279,15 +279,20 @@ class NativePipeline:
         return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
                          "widen the bound, or shrink the output")
 
-    def shared_memory_error(self, info) -> HdslError:
-        """info: the Func in shared memory (its index in topological order), the bytes, the limit."""
+    def _func_at(self, index: int):
+        """The Func at `index` in topological order (how the compiled code's error info names
+        one), or None for an index out of range; and the schedule the code was compiled with."""
         from hdsl.ir.func import topo_order
-        from hdsl.lower.gpu import shared_memory_error
         from hdsl.lower.lower import choose_schedule
         funcs = topo_order(self.p.outputs)
-        name = funcs[info[0]].name if 0 <= info[0] < len(funcs) else "a Func"
-        sched = choose_schedule(self.p, self.schedule, self.target)
-        return shared_memory_error(name, int(info[1]), int(info[2]), self.target, sched, at_run_time=True)
+        return (funcs[index] if 0 <= index < len(funcs) else None), choose_schedule(self.p, self.schedule, self.target)
+
+    def shared_memory_error(self, info) -> HdslError:
+        """info: the Func in shared memory (its index in topological order), the bytes, the limit."""
+        from hdsl.lower.gpu import shared_memory_error
+        f, sched = self._func_at(info[0])
+        return shared_memory_error(f.name if f else "a Func", int(info[1]), int(info[2]), self.target, sched,
+                                   at_run_time=True)
 
     def error(self, code: int, info, inputs, sizes, mins=None, params=None) -> HdslError:
         if code == ERR_INPUT_BOUNDS:
@@ -308,12 +313,9 @@ class NativePipeline:
         if code == ERR_SHARED_MEMORY:
             return self.shared_memory_error(info)
         if code == ERR_BLOCK_THREADS:
-            from hdsl.ir.func import topo_order
             from hdsl.lower.gpu import block_threads_error
-            from hdsl.lower.lower import choose_schedule
-            funcs = topo_order(self.p.outputs)
-            name = funcs[info[0]].name if 0 <= info[0] < len(funcs) else "a Func"
-            return block_threads_error(name, int(info[1]), choose_schedule(self.p, self.schedule, self.target))
+            f, sched = self._func_at(info[0])
+            return block_threads_error(f.name if f else "a Func", int(info[1]), sched)
         if code == 4:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:
@@ -333,12 +335,10 @@ class NativePipeline:
         """A fold_storage(v, n) smaller than the slices its Func holds at once (info: the Func's
         index in topological order, the dim, the window; zeros from inside a parallel loop)."""
         from hdsl.ir.func import topo_order
-        from hdsl.lower.lower import choose_schedule
-        sched = choose_schedule(self.p, self.schedule, self.target)
-        funcs = topo_order(self.p.outputs)
-        folds = [(f, d) for f in funcs for d in (sched.for_func(f) if sched else []) if d.name == "fold_storage"]
-        if info[2] > 0 and 0 <= info[0] < len(funcs):
-            f = funcs[info[0]]
+        f, sched = self._func_at(info[0])
+        folds = [(g, d) for g in topo_order(self.p.outputs) for d in (sched.for_func(g) if sched else [])
+                 if d.name == "fold_storage"]
+        if info[2] > 0 and f is not None:
             for g, d in folds:
                 if g is f:
                     return HdslError(f"fold_storage({d.args[0]}, {d.args[1]}) is too small: '{f.name}' holds "
