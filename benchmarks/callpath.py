@@ -42,6 +42,9 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from issue22 import CALL_TARGET_US, HIST_TARGET  # noqa: E402
 
 INC = """
 pipeline inc
@@ -51,8 +54,6 @@ algorithm {
     out(x, y) = img(x, y) + 1
 }
 """
-CALL_TARGET_US = 2.0
-HIST_TARGET = 1.0
 
 
 def _halide_inc():

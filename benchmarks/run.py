@@ -13,6 +13,10 @@ allows what Halide does by default (FMA contraction, division by a constant as a
 multiplication); each ratio row says which. Writes results.json, RESULTS.md and
 results.png to --out (default: this folder). Threads: 2 for everyone (HDSL_NUM_THREADS,
 HL_NUM_THREADS, cv2.setNumThreads).
+
+RESULTS.md also judges issue 22's "Done when" (benchmarks/issue22.py) from this run's numbers
+and, with --callpath, from benchmarks/callpath.py's callpath.json of the same `make bench`
+(the call overhead and the histograms); the judged rows go into results.json too.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
+
+import issue22  # noqa: E402
 
 
 class Impl:
@@ -354,7 +360,7 @@ def case_interpolate(quick: bool, target: str = "host"):
                 size=(w, h), impls=impls, float=True)
 
 
-APPS = ("local_laplacian", "bilateral_grid", "camera_pipe", "interpolate")
+APPS = issue22.APPS
 AVX2 = "x86-64-avx2"      # the AVX2 column: hdsl's x86-64-avx2 target, Halide's AVX2 feature set
 
 
@@ -459,7 +465,7 @@ def _fmt(v, digits=2):
 # hdsl / Halide targets of issue 6 (fast_math rows where the case is float)
 TARGETS = {"blur": 1.0, "gauss5": 1.0}
 # issue 22: Halide's four apps at most 1.0, strict and fast_math, on the host and on AVX2
-TARGETS.update({a: 1.0 for a in ("local_laplacian", "bilateral_grid", "camera_pipe", "interpolate")})
+TARGETS.update({a: issue22.APP_TARGET for a in APPS})
 
 
 COMPILE_COLD_TARGET, COMPILE_CACHED_TARGET = 3.0, 0.2
@@ -540,6 +546,8 @@ def markdown(res: dict) -> str:
                      f"{_fmt(avx2.get('strict'))} | {_fmt(avx2.get('fast_math'))} | "
                      f"{target:.1f} | {'yes' if max(judged) <= target else 'no'} |")
     lines.append("")
+    lines += issue22.markdown(issue22.judge(res, res.get("callpath")), res.get("quick", False),
+                              res.get("callpath_from"))
     lines += recursive_summary(res)
     for c in res["cases"]:
         if c["name"] != "local_laplacian":
@@ -605,6 +613,9 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=0.6,
                     help="run each implementation at least this long in all (more rounds for fast cases)")
     ap.add_argument("--out", default=str(HERE))
+    ap.add_argument("--callpath", default=None,
+                    help="callpath.json of benchmarks/callpath.py run just before (make bench): issue 22's "
+                         "call-overhead and histogram rows")
     args = ap.parse_args(argv)
     reps = args.reps or (3 if args.quick else 15)
     try:
@@ -613,6 +624,13 @@ def main(argv=None) -> int:
     except ImportError:
         pass
     res = dict(machine=machine(), quick=args.quick, cases=[])
+    if args.callpath:
+        cp = Path(args.callpath)
+        if cp.exists():
+            res["callpath"] = json.loads(cp.read_text())
+            res["callpath_from"] = f"{cp.name} ({res['callpath'].get('date', 'undated')})"
+        else:
+            print(f"run.py: no {cp} (issue 22's call-overhead and histogram rows: not measured)", file=sys.stderr)
     for name in args.cases.split(","):
         case = CASES[name](args.quick)
         r = measure(case, reps, min_seconds=0.0 if args.quick else args.min_seconds)
@@ -621,11 +639,14 @@ def main(argv=None) -> int:
               flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    judged = issue22.judge(res, res.get("callpath"))
+    res["issue22"] = judged
     (out / "results.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
     (out / "RESULTS.md").write_text(md)
     chart(res, out / "results.png")
     print(md)
+    print(issue22.markdown(judged, args.quick)[-2])       # (the verdict again, last)
     return 0
 
 

@@ -27,7 +27,7 @@ from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, free_vars, walk
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import Allocate, Block, For, IfThenElse, LetStmt, Load, Stmt, Store
 from hdsl.ir.types import I32, I64, Type
-from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE
+from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE, ERR_OUT_OF_MEMORY
 from hdsl.runtime.abi import llvm_buffer_type
 
 MAX_DIMS = 8
@@ -160,7 +160,7 @@ class CodeGenCPU(CodeGenLLVM):
         mem.add_incoming(on_heap, heap_block)
         ok = b.icmp_unsigned("!=", mem, ir.Constant(PTR, None))
         with b.if_then(b.not_(ok), likely=False):
-            b.ret(ir.Constant(I32T, 4))          # out of memory
+            b.ret(ir.Constant(I32T, ERR_OUT_OF_MEMORY))
         old = st.syms.get(s.name)
         st.syms[s.name] = (mem, None)
         self.stmt(st, s.body)

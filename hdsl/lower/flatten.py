@@ -37,7 +37,10 @@ def _index(name: str, args, folds=(), unit: int | None = 0) -> Expr:
             rel = simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32))
         term = rel if d == unit else BinOp("*", rel, Var(f"{name}.stride.{d}", I32), I32)
         total = term if total is None else BinOp("+", total, term, I32)
-    return total if total is not None else Const(I32, 0)
+    # (simplified here, once: an access reached through a store's index and the same access in
+    # its value would otherwise keep two spellings of one offset, and codegen, which shares a
+    # load only between identical expressions, would load and convert the element twice)
+    return simplify(total) if total is not None else Const(I32, 0)
 
 
 class _Flattener:
