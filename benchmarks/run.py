@@ -242,7 +242,7 @@ def _case_boxsat(r):
         img = np.random.RandomState(4).rand(h, w).astype(np.float32)
         out = np.empty_like(img)
         impls = [hdsl_impl(HERE / "cases" / "boxsat.hl", {"img": img}, out, params={"r": r})]
-        impls[0].mode = "tiled running sums (f64)"
+        impls[0].mode = "blocked f32 summed-area table"
         import cv2
         cv_out = np.empty_like(img)
         k = 2 * r + 1

@@ -550,6 +550,9 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
     stages: dict[int, list[Stage]] = {}       # the final loop lists of materialised Funcs
     rfactored: dict[int, set[int]] = {}       # id(Func) -> its stages (1 + update index) factored
     bounded: set[int] = set()                 # intermediates given the bound box
+    # Funcs given tile_iir: apply_tile_iir moves a Func computed inside one, or read by its
+    # stages (computed at the root), to the root, where what it reads must then be too
+    tiled: set[int] = set()
 
     def materialised(g) -> bool:
         return level[id(g)].kind in ("root", "at")
@@ -610,10 +613,14 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
         us = uses(f)
         if not us or any(s & rfactored.get(id(g), set()) for g, s in us):
             return []      # (read by a factored update: by its intermediate, at the root)
+        if any(id(g) in tiled for g, _ in us):
+            return []      # (read by tile_iir's stages, which are computed at the root)
         sites = []
         for G in pi.funcs:
             if G is f or pi.info(G).sname is None or id(G) not in level or not materialised(G):
                 continue
+            if id(G) in tiled:
+                continue   # (what is computed inside a tiled Func moves to the root)
             if "dollar_at" in exclude and "$" in G.name:
                 continue
             for l in pure_loops(G):
@@ -733,6 +740,7 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
             # the tiled filters replace their update stages (their directives are dropped)
             d = ch.choice(iir_dims)
             out.lines.append(f"{inf.sname}.tile_iir({f.args[d]}, {ch.int(2, 9)})")
+            tiled.add(id(f))
             if ch.bool(40):
                 # a stage it makes of one of the filters along d, named (update k: .lastK,
                 # .finalK; their loops over the tiles run in any order)
