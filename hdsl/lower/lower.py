@@ -83,7 +83,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
     # rfactor adds intermediate Funcs (after inlining, so they see inlined definitions)
     funcs = apply_rfactor(funcs, defs, scheds)
     # tile_iir replaces filters by the Funcs of their tiled form
-    funcs = apply_tile_iir(funcs, defs, scheds, sched)
+    funcs = apply_tile_iir(funcs, defs, scheds, sched, p.outputs)
     lb = LoopBuilder(defs, scheds, p.outputs)
     lb.shift_outputs = shift_outputs
     stmt: Stmt = Block(())

@@ -38,7 +38,7 @@ from hdsl.lower.loops import FuncSchedule, Level
 
 
 def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict[int, FuncSchedule],
-                   sched=None) -> list[Func]:
+                   sched=None, outputs=()) -> list[Func]:
     out = list(funcs)
     # stages named in the schedule (`rf.final2.vectorize(...)`): stand-ins made by the
     # recorder (stage_funcs), by their Func's id and name
@@ -60,7 +60,16 @@ def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict
         for d in tiles:
             v, n = d.args
             sizes[f.args.index(v)] = (n, d.span)
+        written = {id(d) for d in fs.stages.get(-1, [])}
         new = _rewrite(f, sizes, defs, scheds, named.get(id(f), {}), sched)
+        if any(f is o for o in outputs):
+            # An output that is its last filter's result takes that stage's splits. They are
+            # guarded in every form of the code: the shifted form (made when other splits of
+            # the pipeline's outputs shift inwards) runs on outputs at least as wide as the
+            # splits written in the schedule (shift_requirements), which these are not.
+            for d in fs.stages.get(-1, []):
+                if d.name == "split" and id(d) not in written and d.tail is None:
+                    d.tail = "guard_with_if"
         at = out.index(f)
         out[at:at] = new
         # The new Funcs are computed at the root, so what they read must be computed there

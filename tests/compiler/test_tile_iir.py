@@ -80,6 +80,40 @@ def test_integer_filters_are_exact(w):
     assert np.array_equal(ref, z.astype(np.int32))
 
 
+TWO_OUTPUTS = """
+pipeline two
+input  img: i32[1]
+output a: i32[1]
+output b: i32[1]
+algorithm {
+    a(x) = img(x) * 2
+    b(x) = img(x)
+    b.iir(+x, 0..img.width, 3, [2])
+}
+schedule s {
+    a.split(x, xo, xi, 8)
+    b.tile_iir(x, 4)
+}
+"""
+
+
+@pytest.mark.parametrize("w", [1, 3, 7, 8, 9, 64, 100])
+def test_a_tiled_output_beside_an_output_split_by_hand(w):
+    """The split of `a` makes a second form of the code, with splits shifted inwards for
+    outputs at least 8 wide; the tiled output `b` takes its last stage's splits, which must
+    stay guarded there (this was an internal error: "splits shifted inwards without a size
+    requirement"). Checked against the textbook recurrence (wrapping in i32), both forms."""
+    p = hdsl.loads(TWO_OUTPUTS, "two.hl")
+    img = np.random.RandomState(w).randint(-1000, 1000, w).astype(np.int32)
+    a, b = p.compile("host", schedule="s")(img=img)
+    assert np.array_equal(a, img * 2)
+    z = np.zeros(w, np.int64)
+    for i in range(w):
+        z[i] = 3 * int(img[i]) + (2 * z[i - 1] if i else 0)
+        z[i] = (z[i] + 2**31) % 2**32 - 2**31
+    assert np.array_equal(b, z.astype(np.int32))
+
+
 def test_a_producer_computed_inside_the_filtered_func_moves_to_the_root():
     """c.compute_at(rf, x): after tile_iir, rf's pure definition (which read c) belongs to a
     new Func, so c is computed at the root instead (was an InternalError, unbound variable)."""
