@@ -140,7 +140,7 @@ def plan(s: For) -> TransposePlan | None:
             seen.add(id(n))
             if n.buffer == st.buffer:
                 return None          # the block's stores and loads would be reordered
-            if n.type == t and transposed(n.index):
+            if not n.type.is_bool() and transposed(n.index):
                 loads.append(n)
     store_blocked = transposed(st.index)
     if not loads and not store_blocked:

@@ -37,6 +37,19 @@ schedule eight {
 }
 """
 
+# the block read is u8, widened after the transpose
+TRANSPOSED_U8 = """
+pipeline tr8
+input img: u8[2]
+output out: f32[2]
+algorithm {
+    out(x, y) = f32(img(y, x)) * 0.5f
+}
+schedule {
+    out.tile(x, y, xo, yo, xi, yi, 16, 16).vectorize(xi).unroll(yi)
+}
+"""
+
 # t is stored with y innermost (reorder_storage), computed along x in the lanes: each
 # vector of x's lanes is written down t's storage columns
 TRANSPOSED_WRITE = """
@@ -65,6 +78,16 @@ def test_a_transposed_read_gives_numpys_transpose(target, schedule, w, h):
     img = np.random.RandomState(w * h).uniform(-8, 8, (w, h)).astype(np.float32)   # (rows w, cols h)
     out = p.compile(target, schedule=schedule).realize((w, h), img=img)
     assert np.array_equal(out, img.T * np.float32(2)), (w, h)
+
+
+@pytest.mark.parametrize("w, h", [(32, 16), (19, 40)])
+def test_a_transposed_read_of_another_type_gives_numpys_transpose(w, h):
+    p = hdsl.loads(TRANSPOSED_U8, "tr8.hl")
+    img = np.random.RandomState(w).randint(0, 256, (w, h)).astype(np.uint8)
+    out = p.compile("host").realize((w, h), img=img)
+    assert np.array_equal(out, img.T.astype(np.float32) * np.float32(0.5)), (w, h)
+    text = _asm(TRANSPOSED_U8, "tr8", None, "x86-64-avx512")
+    assert not re.search(r"gather", text)
 
 
 @pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
