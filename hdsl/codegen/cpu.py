@@ -182,8 +182,8 @@ class CodeGenCPU(CodeGenLLVM):
         elif s.kind == "vectorized" and st.lanes is None and n is not None and 2 <= n <= 64 \
                 and _vectorizable(s.body, frozenset((s.var,))):
             self.vector_for(st, s, n)
-        elif s.kind in ("serial", "unrolled") and st.lanes is None and st.mask is None and \
-                (p := transpose.plan(s)) is not None and _vectorizable(p.vec.body, frozenset((p.vec.var,))):
+        elif s.kind in ("serial", "unrolled") and st.lanes is None and st.mask is None and (n is None or n >= 4) and \
+                (p := transpose.plan(s)) is not None and (n is None or n >= p.lanes) and _vectorizable(p.vec.body, frozenset((p.vec.var,))):
             self.transpose_for(st, s, p)
         else:
             super().loop(st, s)
@@ -224,8 +224,10 @@ class CodeGenCPU(CodeGenLLVM):
         k.add_incoming(b.add(k, ir.Constant(I32T, 1)), b.block)
         b.branch(head)
         b.position_at_end(done)
-        done_n = b.mul(blocks, N)
-        self._serial_range(st, s, b.add(lo, done_n), b.sub(ext, done_n))
+        const = _const_int(s.extent)
+        if const is None or const % n:            # (the last e mod n iterations)
+            done_n = b.mul(blocks, N)
+            self._serial_range(st, s, b.add(lo, done_n), b.sub(ext, done_n))
         st.cache = {}
 
     def _serial_range(self, st: _Fn, s: For, start, count):

@@ -110,6 +110,9 @@ def plan(s: For) -> TransposePlan | None:
     if t.is_bool() or any(isinstance(n, Let) or (isinstance(n, Intrinsic) and n.name == "print")
                           for n in walk(st.value)):
         return None
+    if any(isinstance(n, Load) and n.buffer == st.buffer for x in outer + inner for n in walk(x.value)) or \
+            any(isinstance(n, Load) for n in walk(st.index)):
+        return None              # (a data-dependent store, or one whose block reads its own buffer)
     lets = {}
     for x in outer + inner:
         lets[x.name] = subst_vars(x.value, lets) if lets else x.value
