@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hdsl.codegen import transpose
 from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int,
                                _Fn, _free_names, _suffix, llvm_type)
-from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, free_vars, walk
+from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, Var, free_vars, walk
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import Allocate, Block, For, IfThenElse, LetStmt, Load, Stmt, Store
 from hdsl.ir.types import I32, I64, Type
@@ -36,6 +37,7 @@ TASK_T = ir.FunctionType(I32T, [PTR, I32T])
 
 # allocations up to this many bytes are made on the stack (the pool's threads have 8 MiB)
 STACK_ALLOCATION_LIMIT = 64 * 1024
+_ABSENT_RING = object()
 
 
 class CodeGenCPU(CodeGenLLVM):
@@ -180,8 +182,200 @@ class CodeGenCPU(CodeGenLLVM):
         elif s.kind == "vectorized" and st.lanes is None and n is not None and 2 <= n <= 64 \
                 and _vectorizable(s.body, frozenset((s.var,))):
             self.vector_for(st, s, n)
+        elif s.kind in ("serial", "unrolled") and st.lanes is None and st.mask is None and (n is None or n >= 4) and \
+                (p := transpose.plan(s)) is not None and (n is None or n >= p.lanes) and _vectorizable(p.vec.body, frozenset((p.vec.var,))):
+            self.transpose_for(st, s, p)
         else:
             super().loop(st, s)
+
+    # ------------------------------------------------------------ two-dimensional vectorization
+    def transpose_for(self, st: _Fn, s: For, p: "transpose.TransposePlan"):
+        """Loop s, n = p.lanes iterations at a time, its row <-> lane accesses as transposed
+        blocks (hdsl/codegen/transpose.py); a block whose clamps are not no-ops, and the
+        last e mod n iterations, run one by one."""
+        b, n = st.b, p.lanes
+        lo = self.expr(st, s.min)
+        ext = self.expr(st, s.extent)
+        zero, N = ir.Constant(I32T, 0), ir.Constant(I32T, n)
+        ext = b.select(b.icmp_signed(">", ext, zero), ext, zero)
+        blocks = b.sdiv(ext, N)
+        pre = b.block
+        head = st.fn.append_basic_block(f"{s.var}.blocks")
+        body = st.fn.append_basic_block(f"{s.var}.block")
+        done = st.fn.append_basic_block(f"{s.var}.blocks_end")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I32T, name=f"{s.var}.block")
+        k.add_incoming(zero, pre)
+        b.cbranch(b.icmp_signed("<", k, blocks), body, done)
+        b.position_at_end(body)
+        st.cache = {}
+        o0 = b.add(lo, b.mul(k, N))
+        ok = self._block_conditions(st, s, p, o0)
+        if ok is None:
+            self._transposed_block(st, s, p, o0)
+        else:
+            with b.if_else(ok) as (then, other):
+                with then:
+                    self._transposed_block(st, s, p, o0)
+                with other:
+                    self._serial_range(st, s, o0, N)
+        st.cache = {}
+        k.add_incoming(b.add(k, ir.Constant(I32T, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        const = _const_int(s.extent)
+        if const is None or const % n:            # (the last e mod n iterations)
+            done_n = b.mul(blocks, N)
+            self._serial_range(st, s, b.add(lo, done_n), b.sub(ext, done_n))
+        st.cache = {}
+
+    def _serial_range(self, st: _Fn, s: For, start, count):
+        """Iterations start .. start + count - 1 of s, one by one."""
+        names = (f"{s.var}.range.min", f"{s.var}.range.extent")
+        old = [st.syms.get(x) for x in names]
+        st.syms[names[0]], st.syms[names[1]] = (start, I32), (count, I32)
+        st.cache = {}
+        self.serial_for(st, For(s.var, Var(names[0]), Var(names[1]), "serial", s.body))
+        st.cache = {}
+        for x, o in zip(names, old):
+            self._restore(st, x, o)
+
+    def _block_conditions(self, st: _Fn, s: For, p, o0):
+        """The run-time check that the clamps p assumed away are no-ops from o0 to o0 + n - 1."""
+        b = st.b
+        ok = None
+        if not p.conds:
+            return None
+        old = st.syms.get(s.var)
+        for op, a, c in p.conds:
+            at = b.add(o0, ir.Constant(I32T, p.lanes - 1)) if op == "le" else o0
+            st.syms[s.var] = (at, I32)
+            st.cache = {}
+            va, vc = self.expr(st, a), self.expr(st, c)
+            t = b.icmp_signed("<=" if op == "le" else ">=", va, vc)
+            ok = t if ok is None else b.and_(ok, t)
+        st.cache = {}
+        self._restore(st, s.var, old)
+        return ok
+
+    def _bind_lets(self, st: _Fn, lets, saved: dict):
+        for x in lets:
+            saved.setdefault(x.name, st.syms.get(x.name))
+            saved.setdefault(("ring", x.name), st.ring_lets.get(x.name, _ABSENT_RING))
+            st.syms[x.name] = (self.expr(st, x.value, keep_ramp=True), x.value.type)
+            st.ring_lets[x.name] = None        # (offsets through it keep 32 bits: see wide_index)
+
+    def _transposed_block(self, st: _Fn, s: For, p, o0):
+        b, n = st.b, p.lanes
+        saved: dict = {s.var: st.syms.get(s.var), p.vec.var: st.syms.get(p.vec.var)}
+        cols, vals, idxs = {}, [], []
+        try:
+            for k in range(n):
+                st.cache = {}
+                st.syms[s.var] = (b.add(o0, ir.Constant(I32T, k)), I32)
+                self._bind_lets(st, p.outer_lets, saved)
+                st.syms[p.vec.var] = (Ramp(self.expr(st, p.vec.min), 1, n), I32)
+                st.lanes = n
+                self._bind_lets(st, p.inner_lets, saved)
+                if k == 0:
+                    cols = {id(x): self._load_block(st, x, n) for x in p.loads}
+                for x in p.loads:
+                    st.cache[id(x)] = (x, cols[id(x)][k])
+                if p.store_blocked:
+                    vals.append(self.splat(st, self.expr(st, p.store.value), n))
+                    idx = self.expr(st, p.store.index, keep_ramp=True)
+                    idxs.append(self.val(st, idx) if isinstance(idx, Interleave) else idx)
+                else:
+                    self.store(st, p.store)
+                st.lanes = None
+            if p.store_blocked:
+                self._store_block(st, p.store, vals, idxs)
+        finally:
+            st.lanes = None
+            st.cache = {}
+            for name, old in saved.items():
+                if isinstance(name, tuple):
+                    if old is _ABSENT_RING:
+                        st.ring_lets.pop(name[1], None)
+                    else:
+                        st.ring_lets[name[1]] = old
+                else:
+                    self._restore(st, name, old)
+
+    def _block_addresses(self, st: _Fn, idx, n: int):
+        """Lane j's element offset of the vector index idx, for j = 0 .. n-1."""
+        b = st.b
+        if isinstance(idx, Ramp):
+            if isinstance(idx.stride, int):
+                return [b.add(idx.base, ir.Constant(idx.base.type, j * idx.stride)) for j in range(n)]
+            return [b.add(idx.base, b.mul(idx.stride, ir.Constant(idx.stride.type, j))) for j in range(n)]
+        v = self.val(st, idx, n)
+        return [b.extract_element(v, ir.Constant(I32T, j)) for j in range(n)]
+
+    def _load_block(self, st: _Fn, e: Load, n: int) -> list:
+        """The n vectors load e gives in iterations o0 .. o0 + n - 1: n dense vectors down
+        the block's columns, transposed."""
+        b = st.b
+        mt = llvm_type(e.type, True)
+        base = self.buffer_ptr(st, e.buffer)
+        idx = self.expr(st, e.index, keep_ramp=True)
+        align = max(1, e.type.bits // 8)
+        rows = [b.load(b.gep(base, [a], source_etype=mt), typ=ir.VectorType(mt, n), align=align)
+                for a in self._block_addresses(st, idx, n)]
+        return transpose.transpose_vectors(b, rows)
+
+    def _store_block(self, st: _Fn, s: Store, vals: list, idxs: list):
+        """Store the n vectors of iterations o0 .. o0 + n - 1 as n dense vectors down the
+        block's columns, where the lanes of one iteration are n or more elements apart."""
+        b, n = st.b, len(vals)
+        t = s.value.type
+        mt = llvm_type(t, True)
+        base = self.buffer_ptr(st, s.buffer)
+        align = max(1, t.bits // 8)
+
+        def blocked():
+            for a, v in zip(self._block_addresses(st, idxs[0], n), transpose.transpose_vectors(b, vals)):
+                b.store(v, b.gep(base, [a], source_etype=mt), align=align)
+
+        def one_by_one():
+            # (lanes fewer than n apart: iteration by iteration, in order, as the loop does;
+            # one scatter in a loop over the block's vectors, kept on the stack)
+            vt = vals[0].type
+            arr = self.entry_alloca(st, ir.ArrayType(vt, n))
+            for k, v in enumerate(vals):
+                b.store(v, b.gep(arr, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+            first = self.val(st, idxs[0], n)       # (iteration k's index: first + k)
+            pre = b.block
+            head = st.fn.append_basic_block("store_block.head")
+            body = st.fn.append_basic_block("store_block.body")
+            end = st.fn.append_basic_block("store_block.end")
+            b.branch(head)
+            b.position_at_end(head)
+            k = b.phi(I32T)
+            k.add_incoming(ir.Constant(I32T, 0), pre)
+            b.cbranch(b.icmp_signed("<", k, ir.Constant(I32T, n)), body, end)
+            b.position_at_end(body)
+            v = b.load(b.gep(arr, [ir.Constant(I32T, 0), k]), typ=vt)
+            kk = k if first.type.element == I32T else b.sext(k, first.type.element)
+            idx = b.add(first, self.splat(st, kk, n))
+            self.store_vector(st, s, base, idx, v, n)
+            k.add_incoming(b.add(k, ir.Constant(I32T, 1)), b.block)
+            b.branch(head)
+            b.position_at_end(end)
+        stride = idxs[0].stride if isinstance(idxs[0], Ramp) else None
+        if isinstance(stride, int):
+            (blocked if abs(stride) >= n else one_by_one)()
+        elif stride is not None:
+            far = b.icmp_signed(">=", b.select(b.icmp_signed("<", stride, ir.Constant(stride.type, 0)),
+                                               b.neg(stride), stride), ir.Constant(stride.type, n))
+            with b.if_else(far) as (then, other):
+                with then:
+                    blocked()
+                with other:
+                    one_by_one()
+        else:
+            one_by_one()
 
     def vector_for(self, st: _Fn, s: For, lanes: int):
         """The loop becomes one pass over `lanes` lanes: its var is a ramp."""

@@ -28,7 +28,7 @@ from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
 from hdsl.ir.closure import mentioned_names
-from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
 
@@ -584,6 +584,9 @@ class CodeGenLLVM:
             return b.not_(a)
         if isinstance(e, Select):
             c = self.expr(st, e.cond)
+            if st.lanes is not None and t.is_float() and not isinstance(c.type, ir.VectorType) and \
+                    any(isinstance(n, Load) for x in (e.t, e.f) for n in walk(x)):
+                return self.branch_select(st, e, c)
             x, y = self.unify(st, self.expr(st, e.t), self.expr(st, e.f))
             if isinstance(x.type, ir.VectorType) and not isinstance(c.type, ir.VectorType):
                 c = self.splat(st, c, x.type.count)
@@ -593,6 +596,23 @@ class CodeGenLLVM:
         if isinstance(e, Intrinsic):
             return self.intrinsic_call(st, e)
         raise InternalError(f"codegen: unexpected expression {type(e).__name__}")
+
+    def branch_select(self, st: _Fn, e: Select, c):
+        """A vector select whose condition is the same in every lane, with memory reads on a
+        side: only the side it picks is computed (a boundary's other side, read through
+        clamped coordinates, is a gather in a lane-major loop)."""
+        b = st.b
+        before = dict(st.cache)
+        out = []
+        with b.if_else(c) as (then, other):
+            for arm, side in ((then, e.t), (other, e.f)):
+                with arm:
+                    out.append((self.splat(st, self.expr(st, side), st.lanes), b.block))
+                    st.cache = dict(before)     # (values made in one arm dominate nothing after it)
+        v = b.phi(out[0][0].type)
+        for val, blk in out:
+            v.add_incoming(val, blk)
+        return v
 
     def unify(self, st: _Fn, x, y):
         """Make a scalar and a vector operand both vectors."""

@@ -194,6 +194,10 @@ def _fuse(f: Func, prev: list, made: list, defs, scheds) -> None:
             g.values = list(rows.values)       # (rows are read at their own args: the same Vars)
             defs[id(g)] = Definitions(g, g.values, defs[id(g)].updates)
             del defs[id(rows)], scheds[id(rows)], g.rows
+            # what it reads is lane-major too (prev's final): copied along the lanes, dense
+            # on both sides, not along i (a gather and a scatter per vector)
+            # (a schedule given to the stage replaces this: _user_schedules)
+            scheds[id(g)].stages[-1] = [Directive("vectorize", [g.args[0], lanes_for(g.values[0].type)], g.span, -1)]
     clone = Func(f"{final_prev.name}.for_last", args=list(final_prev.args), implicit=True, span=final_prev.span)
     clone.values = [_retarget(v, final_prev, clone) for v in final_prev.values]
     clone.updates = [Update([_retarget(a, final_prev, clone) for a in x.args],
@@ -421,7 +425,12 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
         # the recursion runs over i with the lanes innermost (vectorized, contiguous here);
         # a filter along the innermost storage dim reads its input along i (contiguous there)
         # and transposes into the tile's lanes in cache
-        stages = {-1: [Directive("reorder", [iname, lane], span, -1), Directive("vectorize", [iname, L], span, -1)]
+        # (across: i split by the vector width with its chunks outside the lanes, so each
+        # chunk is a block of rows -> lanes that the code generator transposes in registers,
+        # CodeGenCPU.transpose_for)
+        io, ii = f"{iname}.io", f"{iname}.ii"
+        stages = {-1: [Directive("split", [iname, io, ii, L], span, -1), Directive("reorder", [ii, lane, io], span, -1),
+                       Directive("vectorize", [ii], span, -1)]
                   if across else [Directive("vectorize", [lane, L], span, -1)],
                   0: [Directive("reorder", [lane, ri.name], span, 0), Directive("vectorize", [lane, L], span, 0)]}
         return s, stages
@@ -493,11 +502,21 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
     defs[id(h)] = Definitions(h, h.values, [])
     vo, vi = f"{vname}.to", f"{vname}.ti"
     if others:
-        h_st = [Directive("split", [vname, vo, vi, n], span, -1),
-                Directive("split", [lane, lo_, lv, B], span, -1),
-                Directive("reorder", [vi, lv, vo, lo_] if across else [lv, vi, vo, lo_], span, -1),
-                Directive("vectorize", [vi, L] if across else [lv, L], span, -1),
-                Directive("parallel", [lo_], span, -1)]
+        if across:
+            # L rows (unrolled) of L points (the lanes) at a time: a block of the tile's lanes
+            # transposed back into rows in registers (CodeGenCPU.transpose_for)
+            vio, vii = f"{vname}.tio", f"{vname}.tii"
+            h_st = [Directive("split", [vname, vo, vi, n], span, -1),
+                    Directive("split", [vi, vio, vii, L], span, -1),
+                    Directive("split", [lane, lo_, lv, B], span, -1),
+                    Directive("reorder", [vii, lv, vio, vo, lo_], span, -1),
+                    Directive("vectorize", [vii], span, -1), Directive("unroll", [lv], span, -1),
+                    Directive("parallel", [lo_], span, -1)]
+        else:
+            h_st = [Directive("split", [vname, vo, vi, n], span, -1),
+                    Directive("split", [lane, lo_, lv, B], span, -1),
+                    Directive("reorder", [lv, vi, vo, lo_], span, -1),
+                    Directive("vectorize", [lv, L], span, -1), Directive("parallel", [lo_], span, -1)]
     else:
         h_st = [Directive("split", [vname, vo, vi, n * L], span, -1),
                 Directive("vectorize", [vi, L], span, -1), Directive("parallel", [vo], span, -1)]
