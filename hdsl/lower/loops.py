@@ -215,27 +215,19 @@ class _StageShape:
         if tail == "shift":
             base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
             self.shifted.append((v, n))
-        elif tail == "shift_expand":
-            # Halide's ShiftInwards as Halide has it: the last vector ends at the region's
-            # end, and a region narrower than the vector is computed a whole vector wide,
-            # starting n - ext points before it (the region grows; see LoopBuilder.expandable
-            # for when that is allowed). Every lane a distinct point: dense loads and stores
-            # where the clamped form below has a gather and a scatter for each narrow row.
-            base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
-            point = add(lo, add(base, V(inner)))
-            if not isinstance(e, Const):
-                # (the no-op clamp bounds inference needs, as below: point <= lo + ext - 1)
-                clamped = simplify(BinOp("min", point, sub(add(lo, ext), I(1)), I32))
-                self.region_clamps[old] = (clamped, simplify(point))
-                point = clamped
-            self.lets.append((old, point))
-            return
-        elif tail == "shift_inwards":
+        elif tail in ("shift_inwards", "shift_expand"):
             # Halide's ShiftInwards: the last tile ends at the extent's end, recomputing a few
             # points; a region narrower than n (no whole tile fits) clamps the inner var
             # instead, so nothing outside [lo, lo + ext) is ever computed or read. In the
             # steady state both clamps are no-ops that partition_loops removes.
-            if isinstance(e, Const) and e.value < n:
+            # shift_expand, ShiftInwards as Halide has it: a narrow region is computed a
+            # whole tile wide, starting n - ext points before it (the region grows; see
+            # LoopBuilder.expandable for when that is allowed). Every lane a distinct point:
+            # dense loads and stores where the clamped form has a gather and a scatter.
+            if tail == "shift_expand":
+                inner_value = V(inner)
+                base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
+            elif isinstance(e, Const) and e.value < n:
                 inner_value = simplify(BinOp("min", V(inner), I(e.value - 1), I32))
                 base = I(0)
             else:
