@@ -150,9 +150,10 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         # outputs with split pure dims: a second function with the last tiles shifted inwards
         # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
         shifted = None
-        if shift_requirements(p, schedule):
+        # (the requirements of the schedule this target takes: `schedule avx2` on x86-64-avx2)
+        if shift_requirements(p, schedule, base_target):
             low_s = lower(p, schedule, base_target, shift_outputs=True)
-            shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule))
+            shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule, base_target))
             module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_")
             llvm_ir_shifted = str(module_shifted)
     written: dict[str, Path] = {}

@@ -425,7 +425,7 @@ class CodeGenCPU(CodeGenLLVM):
             b.ret(r)
 
     # ------------------------------------------------------------ vector memory access
-    def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
+    def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None, whole: bool = True):
         b = st.b
         t = s.value.type
         mt = llvm_type(t, True)
@@ -439,7 +439,7 @@ class CodeGenCPU(CodeGenLLVM):
             mask = self.splat(st, mask, lanes)
         align = ir.Constant(I32T, max(1, t.bits // 8))
         if isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.stride == 1:
-            ptr = b.gep(base, [idx.base], source_etype=mt)
+            ptr = b.gep(base, [self.wide_ramp_base(st, s.index, idx) if whole else idx.base], source_etype=mt)
             if mask is None:
                 b.store(v, ptr, align=max(1, t.bits // 8))
             else:
@@ -473,12 +473,14 @@ class CodeGenCPU(CodeGenLLVM):
     def vector_load(self, st: _Fn, e: Load, base, idx):
         if isinstance(idx, Interleave):
             if st.mask is None:
-                return self.interleave(st, [self.load_vector(st, e, base, p) for p in idx.parts])
+                return self.interleave(st, [self.load_vector(st, e, base, p, whole=False) for p in idx.parts])
             idx = self.val(st, idx)
         return self.load_vector(st, e, base, idx)
 
-    def load_vector(self, st: _Fn, e: Load, base, idx):
-        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory."""
+    def load_vector(self, st: _Fn, e: Load, base, idx, whole: bool = True):
+        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory.
+        whole: idx is what e's index evaluated to (not one part of an interleave), so a dense
+        access may address its first lane in 64 bits (wide_ramp_base)."""
         b = st.b
         t = e.type
         mt = llvm_type(t, True)
@@ -490,7 +492,7 @@ class CodeGenCPU(CodeGenLLVM):
         align = ir.Constant(I32T, max(1, t.bits // 8))
         stride = idx.stride if isinstance(idx, Ramp) else None
         if isinstance(stride, int) and stride == 1:
-            ptr = b.gep(base, [idx.base], source_etype=mt)
+            ptr = b.gep(base, [self.wide_ramp_base(st, e.index, idx) if whole else idx.base], source_etype=mt)
             if mask is None:
                 v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
             else:

@@ -369,8 +369,23 @@ class CodeGenLLVM:
     def _leaf(self, st: _Fn, n: Expr):
         if isinstance(n, (Var, Param)):
             v = st.syms.get(n.name)
-            return None if v is None else v[0]
-        return self.expr(st, n, keep_ramp=True)     # (cached: the i32 index made it just now)
+            v = None if v is None else v[0]
+        else:
+            v = self.expr(st, n, keep_ramp=True)     # (cached: the i32 index made it just now)
+        # a vector loop's ramp (or a let bound to one): its first lane, for the offset of a
+        # dense vector access's first lane (wide_ramp_base)
+        return v.base if isinstance(v, Ramp) else v
+
+    def wide_ramp_base(self, st: _Fn, e: Expr, idx):
+        """The offset of the first lane of a vector access whose index `e` evaluated to the
+        ramp `idx`, in 64 bits where wide_index can make it (else idx.base): as for a scalar
+        offset, LLVM then steps a pointer through the vector loop instead of adding and
+        sign-extending 32-bit offsets per access, one register each (interpolate's levels:
+        ~20 of the ~65 instructions per vector were those, and the spills they caused). The
+        first lane's offset is exact in 64 bits for the same reason a scalar one is."""
+        if not isinstance(idx, Ramp) or not isinstance(idx.base, ir.Value):
+            return idx.base
+        return self.wide_index(st, e, idx.base)
 
     def _wide(self, b, e: Expr, leaf, lets):
         if isinstance(e, Const) and e.type == I32:
@@ -390,7 +405,12 @@ class CodeGenLLVM:
         return b.sext(v, I64T)
 
     def _ring_let(self, st: _Fn, e: Expr, v) -> "_RingLet | None":
-        """The record of a ring let just bound to v; None when its i64 form cannot be made."""
+        """The record of a ring let just bound to v; None when its i64 form cannot be made. A
+        let bound to a ramp (x = x.min + x_o * 16 + x_i, x_i vectorized) is recorded by its
+        first lane: its i64 form is that lane's exact value, each ramp leaf taken at its first
+        lane (+ - * act lane by lane)."""
+        if isinstance(v, Ramp):
+            v = v.base
         if not isinstance(v, ir.Instruction) or v.type != I32T:
             return None
         leaves, lets = {}, {}
@@ -409,6 +429,8 @@ class CodeGenLLVM:
             else:
                 hit = st.cache.get(id(n))
                 val = None if hit is None else hit[1]
+            if isinstance(val, Ramp):
+                val = val.base
             if not isinstance(val, ir.Value) or val.type != I32T:
                 return False
             leaves[id(n)] = val

@@ -215,12 +215,19 @@ class _StageShape:
         if tail == "shift":
             base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
             self.shifted.append((v, n))
-        elif tail == "shift_inwards":
+        elif tail in ("shift_inwards", "shift_expand"):
             # Halide's ShiftInwards: the last tile ends at the extent's end, recomputing a few
             # points; a region narrower than n (no whole tile fits) clamps the inner var
             # instead, so nothing outside [lo, lo + ext) is ever computed or read. In the
             # steady state both clamps are no-ops that partition_loops removes.
-            if isinstance(e, Const) and e.value < n:
+            # shift_expand, ShiftInwards as Halide has it: a narrow region is computed a
+            # whole tile wide, starting n - ext points before it (the region grows; see
+            # LoopBuilder.expandable for when that is allowed). Every lane a distinct point:
+            # dense loads and stores where the clamped form has a gather and a scatter.
+            if tail == "shift_expand":
+                inner_value = V(inner)
+                base = simplify(BinOp("min", base, sub(ext, I(n)), I32))
+            elif isinstance(e, Const) and e.value < n:
                 inner_value = simplify(BinOp("min", V(inner), I(e.value - 1), I32))
                 base = I(0)
             else:
@@ -293,7 +300,10 @@ def shifts(shape: _StageShape, v: str, pure_stage: bool, is_output: bool, shift_
 
 
 def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage: bool, is_output: bool,
-                     f: Func, shift_outputs: bool = False) -> None:
+                     f: Func, shift_outputs: bool = False, expandable=None) -> None:
+    """expandable(v): whether f may be computed past its region along pure var v (see
+    LoopBuilder.expandable): then vectorize(v, n) of v itself shifts its last vector inwards
+    without clamping lanes, as Halide does (tail 'shift_expand')."""
     base_tail = "shift_inwards" if pure_stage and not is_output else "guard"
 
     def tail_of(v, n, d=None):
@@ -308,6 +318,10 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
             return "shift_inwards"
         if base_tail == "shift_inwards" and shape.shift_outer.get(v, 0) >= n:
             return "roundup_after_shift"
+        if base_tail == "shift_inwards" and d is not None and d.name == "vectorize" and written is None and \
+                expandable is not None and v in f.args and shape.internal.get(v) == shape.prefix + v and \
+                expandable(v):
+            return "shift_expand"
         return base_tail
     for d in directives:
         a = d.args
@@ -361,6 +375,21 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
         else:
             raise HdslError(f"'{d.name}' is not supported by the native compiler yet", d.span,
                             "run this schedule with --target interp, or remove the directive")
+
+
+def _clamped(a: Expr, dims: frozenset) -> bool:
+    """Whether a is clamp(e, lo, hi) (max(min(e, hi), lo) or min(max(e, lo), hi)) with lo and
+    hi free of the vars `dims`: its value stays in [lo, hi] whatever e."""
+    from hdsl.ir.expr import free_vars
+    if not isinstance(a, BinOp) or a.op not in ("min", "max"):
+        return False
+    other = "max" if a.op == "min" else "min"
+    for inner, k1 in ((a.a, a.b), (a.b, a.a)):
+        if free_vars(k1) & dims or not isinstance(inner, BinOp) or inner.op != other:
+            continue
+        if not (free_vars(inner.a) & dims) or not (free_vars(inner.b) & dims):
+            return True
+    return False
 
 
 def bound_func_index(outputs: list[Func], f: Func) -> int:
@@ -431,13 +460,50 @@ class LoopBuilder:
             if u.rdom is not None and u.rdom.predicate is not None:
                 body = IfThenElse(self._subst(u.rdom.predicate, mapping, rmap, u.rdom), body)
             directives = fs.stages.get(stage - 1, [])
-        apply_directives(shape, directives, stage == 0, is_output, f, self.shift_outputs)
+        apply_directives(shape, directives, stage == 0, is_output, f, self.shift_outputs,
+                         lambda v: self.expandable(f, frozenset((v,))))
         if shape.shifted:
             k = self.outputs.index(f)
             self.shifted |= {(k, f.args.index(v), n) for v, n in shape.shifted}
         self.deferred.update(shape.deferred)
         self.region_clamps.update(shape.region_clamps)
         return shape.nest(body)
+
+    def expandable(self, f: Func, dims: frozenset) -> bool:
+        """Whether f may be computed beyond the region its consumers need along its pure vars
+        `dims` (a vector wider than a narrow region: Halide computes the whole vector) without
+        changing any value or refusing a valid input: f is no output and has no update, no
+        bound() and no fold_storage (whose checks the larger region would fail); the Funcs it
+        reads are, along the dims whose coordinates depend on `dims`, expandable too; and an
+        input read at such a coordinate is read through a clamp to bounds that do not depend
+        on f's vars (a boundary condition: repeat_edge, constant_exterior, ...), so the
+        input is read where it was before, whatever the region."""
+        key = (id(f), dims)
+        memo = self.__dict__.setdefault("_expandable", {})
+        if key in memo:
+            return memo[key]
+        memo[key] = False          # (a cycle through an update is refused below anyway)
+        fs = self.scheds.get(id(f))
+        d = self.defs.get(id(f))
+        ok = f not in self.outputs and fs is not None and d is not None and not d.updates and \
+            not fs.bounds and not fs.folds
+        if ok:
+            from hdsl.ir.expr import InputCall, free_vars
+            for e in d.values:
+                for n in walk(e):
+                    if isinstance(n, FuncCall) and n.func is not f:
+                        moved = frozenset(n.func.args[i] for i, a in enumerate(n.args) if free_vars(a) & dims)
+                        if moved and not self.expandable(n.func, moved):
+                            ok = False
+                    elif isinstance(n, InputCall):
+                        if any(free_vars(a) & dims and not _clamped(a, dims) for a in n.args):
+                            ok = False
+                    if not ok:
+                        break
+                if not ok:
+                    break
+        memo[key] = ok
+        return ok
 
     @staticmethod
     def _subst(e: Expr, mapping: dict, rmap: dict, rdom=None) -> Expr:

@@ -239,3 +239,29 @@ def test_load_library_errors(built, tmp_path):
     assert "holds no hdsl pipeline named 'nope'" in message(hdsl.load_library, path=built["files"]["so"], name="nope")
     (tmp_path / "libjunk.so").write_bytes(b"not an ELF file")
     assert "cannot load" in message(hdsl.load_library, path=tmp_path / "libjunk.so")
+
+
+def test_avx2_target_takes_its_own_schedules_shifted_form(tmp_path):
+    """A pipeline with a `schedule avx2` whose output splits differ from the unnamed schedule's
+    (interpolate.hl's: tiles of 8 under AVX2, 16 under AVX-512): compiled ahead of time for
+    x86-64-avx2, its shifted form's size requirements are the avx2 schedule's. (They were read
+    from the host's schedule: an internal error on an AVX-512 host, no library at all.) The
+    library gives the evaluator's values on both sides of the 8-wide tile."""
+    src = """
+pipeline two
+input  img: f32[2]
+output out: f32[2]
+algorithm { out(x, y) = img(x, y) * 2.0f + 1.0f }
+schedule { out.split(x, xo, xi, 16).vectorize(xi) }
+schedule avx2 { out.split(x, xo, xi, 8).vectorize(xi) }
+"""
+    p = hdsl.loads(src, "two.hl")
+    files = compile_to_files(p.ir, tmp_path, emit=("so", "h"), target="x86-64-avx2")
+    lib = ctypes.CDLL(str(files["so"]))
+    lib.two.argtypes = [ctypes.POINTER(BufferStruct), ctypes.POINTER(BufferStruct)]
+    rs = np.random.RandomState(5)
+    for w in (5, 8, 13, 40):
+        img = rs.rand(3, w).astype(np.float32)
+        out = np.zeros_like(img)
+        assert lib.two(ctypes.byref(make_buffer(img.T)), ctypes.byref(make_buffer(out.T))) == 0
+        assert np.array_equal(out, p(img=img)), w

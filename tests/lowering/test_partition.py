@@ -67,18 +67,17 @@ def test_blur_x_steady_state_has_no_clamps():
     stmt = lower(p.ir, "tiled").stmt
     parts = _loops(stmt, "blur_x.s0.x$1")
     # per copy of out's x loop (itself split into whole tiles and the last one): a prologue
-    # (the left edge), the steady state and an epilogue (the right edge and the tail), the
-    # prologue and epilogue each in two copies: for a region at least a vector wide and not
-    assert len(parts) == 10
-    for pro_wide, pro, steady, epi_wide, epi in (parts[:5], parts[5:]):
+    # (the left edge), the steady state and an epilogue (the right edge and the tail)
+    assert len(parts) == 6
+    for pro, steady, epi in (parts[:3], parts[3:]):
         clamps = [_minmax_in_vector_code(l) for l in (pro, steady, epi)]
-        # x's clamp (a min and a max per tap: 6) is gone in the steady state, and so are the
-        # four of blur_x's split shifted inwards (the tile's start, max(min(x * 16, e - 16), 0),
-        # and a narrow region's min(x_i, max(e - 1, 0))); y's clamp does not vary across lanes
-        # and stays (one min and one max, shared by the taps)
-        assert clamps[1] == clamps[0] - 10 == clamps[2] - 10 == 2
-        # the copies for a wide region lack the narrow region's clamp (a min and a max)
-        assert _minmax_in_vector_code(pro_wide) == _minmax_in_vector_code(epi_wide) == clamps[0] - 2
+        # x's clamp (a min and a max per tap: 6) is gone in the steady state, and so is the
+        # start of blur_x's last vector shifted inwards, min(x * 16, e - 16); y's clamp does
+        # not vary across lanes and stays (one min and one max, shared by the taps). (blur_x
+        # reads img only through repeat_edge's clamp, so a region narrower than a vector is
+        # computed a whole vector wide, as Halide does: no copy for narrow regions, whose
+        # lanes would be clamped to the region - see test_narrow_region_*)
+        assert clamps[1] == clamps[0] - 7 == clamps[2] - 7 == 2
 
 
 def test_output_steady_state_has_no_tail_guard():
@@ -626,3 +625,67 @@ schedule s {
     for w in (1, 3, 7, 8, 9, 15, 16, 17, 40, 45):
         img = np.random.RandomState(w).randint(0, 20000, (3, w)).astype(np.uint16)
         assert np.array_equal(c(img=img), p(img=img)), w
+
+
+NARROW = """
+pipeline narrow
+use boundary
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    clamped = repeat_edge(img)
+    f(x, y) = clamped(x * 2 - 1, y) + 2.0f * clamped(x * 2, y) + clamped(x * 2 + 1, y)
+    g(x, y) = f(x / 2, y) + f((x + 1) / 2, y) * 3.0f
+    raw(x, y) = img(x, y) * 0.5f
+    h(x, y) = raw(x, y) + raw(x + 1, y)
+    out(x, y) = g(x, y) + h(x / 3, y)
+}
+schedule s {
+    f.compute_root().vectorize(x, 8)
+    g.compute_at(out, y).vectorize(x, 8)
+    raw.compute_root().vectorize(x, 8)
+    h.compute_at(out, y).vectorize(x, 8)
+    out.vectorize(x, 8)
+}
+"""
+
+
+def _lane_clamps(loop, lane):
+    n = 0
+
+    def visit(s):
+        nonlocal n
+        for e in _exprs(s):
+            n += sum(1 for m in walk(e) if isinstance(m, BinOp) and m.op in ("min", "max") and lane in free_vars(m))
+        for k in _kids(s):
+            visit(k)
+    visit(loop)
+    return n
+
+
+def test_narrow_region_of_a_func_reading_through_clamps_is_computed_a_whole_vector_wide():
+    """Halide's ShiftInwards: a producer's region narrower than its vector is computed a whole
+    vector wide, its lanes distinct points (dense loads and stores), not clamped each to the
+    region's last point (a gather and a scatter per row: interpolate's coarse levels, 3 to 50
+    points wide, vectorized by 16). Allowed only where the larger region reads no input past
+    where the narrow one did: f and g read img only through repeat_edge's clamp, so their
+    vector loops have no lane clamp at all; h reads raw, which reads img unclamped, so h and
+    raw keep the clamped copy for narrow regions. Every width gives the evaluator's values,
+    including inputs exactly as wide as the pipeline needs (raw reads x + 1 of out's x / 3)."""
+    p = hdsl.loads(NARROW, "narrow.hl")
+    stmt = lower(p.ir, "s").stmt
+    for name in ("f", "g"):
+        parts = _loops(stmt, f"{name}.s0.x$1")
+        assert parts and all(_lane_clamps(lp, f"{name}.s0.x_i") == 0 for lp in parts), name
+    for name in ("raw", "h"):
+        parts = _loops(stmt, f"{name}.s0.x$1")
+        assert any(_lane_clamps(lp, f"{name}.s0.x_i") > 0 for lp in parts), name
+    c = p.compile("host", schedule="s", use_cache=False)
+    for w in (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 40):
+        iw = (w - 1) // 3 + 2               # raw reads up to x / 3 + 1: exactly that wide
+        img = np.random.RandomState(w).rand(3, max(iw, 1)).astype(np.float32)
+        out = np.empty((2, w), np.float32)
+        ref = np.empty((2, w), np.float32)
+        p.realize_into(ref, img=img)
+        c.realize_into(out, img=img)
+        assert np.array_equal(out, ref), w

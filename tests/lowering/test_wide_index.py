@@ -32,6 +32,10 @@ algorithm {
 }
 schedule root { g.compute_root() }
 schedule rows { g.compute_at(out, y) }
+schedule vec {
+    g.compute_at(out, y).vectorize(x, 8)
+    out.vectorize(x, 8)
+}
 """
 
 
@@ -49,7 +53,7 @@ def test_histogram_bins_with_an_offset_and_a_shifted_output(schedule, first):
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("schedule", [None, "root", "rows"])
+@pytest.mark.parametrize("schedule", [None, "root", "rows", "vec"])
 @pytest.mark.parametrize("xmin, ymin", [(-2 ** 31 + 3, 2), (2 ** 31 - 40, -5), (-2 ** 31 + 1, -2 ** 31 + 1),
                                         (0, 2 ** 31 - 9)])
 def test_outputs_at_the_ends_of_the_i32_range(xmin, ymin, schedule):
@@ -81,3 +85,27 @@ def test_the_histogram_update_is_addressed_in_64_bits():
     body = body[:body.index("br label")]
     geps = [line for line in body.splitlines() if "getelementptr" in line]
     assert len(geps) >= 2 and all(", i64 " in g for g in geps), geps
+
+
+def test_dense_vector_accesses_are_addressed_in_64_bits():
+    """Dense vector loads and stores address their first lane in 64 bits too
+    (CodeGenLLVM.wide_ramp_base): the lane var's ramp and the lets bound to it (`g.s0.x =
+    g.s0.x.min + x_o * 8 + x_i`) are taken at their first lane, so LLVM steps pointers through
+    the loop instead of adding and sign-extending an i32 offset per access (interpolate's
+    levels: a third of each vector's instructions, and the spills they caused). The values at the ends of the i32
+    range are checked by test_outputs_at_the_ends_of_the_i32_range[vec]."""
+    from hdsl.aot import compiled_form
+    p = hdsl.loads(RAMP.replace("XMIN", "0").replace("YMIN", "0"), "ramp.hl")
+    ir = compiled_form(p.ir, "llvm", schedule="vec")
+    lines = ir.splitlines()
+    geps = {line.split("=")[0].strip(): line for line in lines if "getelementptr" in line}
+    wide = []
+    for line in lines:
+        if "load <8 x i32>" in line or "store <8 x i32>" in line:
+            gep = geps.get(line.split(", ptr ")[-1].split(",")[0].strip(), "")
+            wide.append(", i64 " in gep)
+    # g's three copies without lane clamps (prologue and epilogue for a region at least a
+    # vector wide, the steady state) and out's steady state: a load and a store each. (The
+    # copies with lane-clamped indices check at run time whether the lanes are dense: that
+    # load keeps its i32 offset.) Before, every one of these offsets was an i32 sum.
+    assert sum(wide) >= 8, wide
