@@ -632,11 +632,10 @@ class CodeGenLLVM:
             if flt:
                 # select(a < b, a, b) (and > for max), as Halide and the evaluator: NaN not propagated
                 return b.select(b.fcmp_ordered("<" if op == "min" else ">", a, b_), a, b_)
-            if t.is_int():
-                c = b.icmp_signed("<" if op == "min" else ">", a, b_)
-            else:
-                c = b.icmp_unsigned("<" if op == "min" else ">", a, b_)
-            return b.select(c, a, b_)
+            # (LLVM's intrinsic, which InstCombine would make of the compare and select anyway:
+            # one instruction, where the bounds code of a large pipeline has thousands)
+            name = ("s" if t.is_int() else "u") + op
+            return b.call(self.intrinsic(name, a.type, 2), [a, b_])
         if op in ("==", "!=", "<", "<=", ">", ">="):
             if flt:
                 return b.fcmp_unordered(op, a, b_) if op == "!=" else b.fcmp_ordered(op, a, b_)

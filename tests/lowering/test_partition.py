@@ -45,12 +45,14 @@ def _loops(s, name):
     return found
 
 
-def _minmax_in_vector_code(loop: For) -> int:
+def _minmax_in_vector_code(loop: For, lane: str = "") -> int:
+    """The mins, maxes and ifs in vector code (or, given `lane`, in the loops over that var,
+    vectorized or not: a narrow region's lanes become a scalar loop)."""
     count = 0
 
     def visit(s, vec):
         nonlocal count
-        vec = vec or (isinstance(s, For) and s.kind == "vectorized")
+        vec = vec or (isinstance(s, For) and (s.kind == "vectorized" or s.var == lane))
         if vec:
             for e in _exprs(s):
                 count += sum(1 for n in walk(e) if isinstance(n, BinOp) and n.op in ("min", "max"))
@@ -70,8 +72,9 @@ def test_blur_x_steady_state_has_no_clamps():
     # (the left edge), the steady state and an epilogue (the right edge and the tail), the
     # prologue and epilogue each in two copies: for a region at least a vector wide and not
     assert len(parts) == 10
+    lane = "blur_x.s0.x_i"
     for pro_wide, pro, steady, epi_wide, epi in (parts[:5], parts[5:]):
-        clamps = [_minmax_in_vector_code(l) for l in (pro, steady, epi)]
+        clamps = [_minmax_in_vector_code(l, lane) for l in (pro, steady, epi)]
         # x's clamp (a min and a max per tap: 6) is gone in the steady state, and so are the
         # four of blur_x's split shifted inwards (the tile's start, max(min(x * 16, e - 16), 0),
         # and a narrow region's min(x_i, max(e - 1, 0))); y's clamp does not vary across lanes
@@ -79,6 +82,15 @@ def test_blur_x_steady_state_has_no_clamps():
         assert clamps[1] == clamps[0] - 10 == clamps[2] - 10 == 2
         # the copies for a wide region lack the narrow region's clamp (a min and a max)
         assert _minmax_in_vector_code(pro_wide) == _minmax_in_vector_code(epi_wide) == clamps[0] - 2
+        # the narrow region's copies run their distinct lanes as a scalar loop, the lane's
+        # clamp moved into its extent: `for x_i in 0 .. min(15, max(e - 1, 0))`
+        for narrow in (pro, epi):
+            lanes = [x for x in _all(narrow) if isinstance(x, For) and x.var == lane]
+            assert [x.kind for x in lanes] == ["serial"]
+            assert not any(isinstance(x, For) and x.kind == "vectorized" for x in _all(narrow))
+            assert sum(1 for n in walk(lanes[0].extent) if isinstance(n, BinOp) and n.op in ("min", "max")) == 2
+        for wide in (pro_wide, steady, epi_wide):
+            assert [x.kind for x in _all(wide) if isinstance(x, For) and x.var == lane] == ["vectorized"]
 
 
 def test_output_steady_state_has_no_tail_guard():
@@ -551,6 +563,7 @@ schedule s {
     sat = parts[5]
     assert isinstance(sat.min, Var) and sat.min.name.endswith(".saturated.min")
     assert isinstance(parts[6].min, Var) and parts[6].min.name.endswith(".after4.wide.min")
+    mixed_wide = parts[3]                   # (the mixed epilogue for a region a vector wide)
     parts = parts[1:3] + parts[4:]          # (the clamped copies, as the test was written)
     # in the saturated copy x's clamps are gone from the lanes: what is left is scalar
     def lane_minmax(loop):
@@ -569,7 +582,9 @@ schedule s {
                 visit(k, lane)
         visit(loop, frozenset())
         return n
-    assert lane_minmax(parts[2]) > 0 and lane_minmax(sat) == 0
+    assert lane_minmax(mixed_wide) > 0 and lane_minmax(sat) == 0
+    # (the narrow region's copies hold no vector code: their distinct lanes are a scalar loop)
+    assert lane_minmax(parts[0]) == lane_minmax(parts[2]) == 0
     # repeat_edge alone gives no saturated copy
     blur = lower(hdsl.loads(BLUR, "blur.hl").ir, "plain", shift_outputs=True).stmt
     assert not [l for l in _all(blur) if isinstance(l, For) and isinstance(l.min, Var)
@@ -616,10 +631,19 @@ schedule s {
                 visit(k)
         visit(loop)
         return n
-    clean = [lp for lp in parts if lane_clamps(lp) == 0]
-    clamped = [lp for lp in parts if lane_clamps(lp) > 0]
-    # the steady state and the epilogue's copy for wide regions; the clamped copy for narrow ones
-    assert len(clean) >= 2 and clamped, [lane_clamps(lp) for lp in parts]
+    def vectorized(loop):
+        return any(isinstance(x, For) and x.kind == "vectorized" for x in _all(loop))
+    clean = [lp for lp in parts if lane_clamps(lp) == 0 and vectorized(lp)]
+    # the steady state and the epilogue's copy for wide regions, in vector code
+    assert len(clean) >= 2, [lane_clamps(lp) for lp in parts]
+    # narrow regions take a copy that runs the distinct lanes as a scalar loop, the lane's
+    # clamp moved into its extent, `for x_i in 0 .. min(7, max(e - 1, 0))` (the vector form,
+    # pinned lanes and all, was a gather per load)
+    narrow = [lp for lp in parts if not vectorized(lp)]
+    assert len(narrow) == 1 and lane_clamps(narrow[0]) == 0
+    lanes = [x for x in _all(narrow[0]) if isinstance(x, For) and x.var == "f.s0.x_i"]
+    assert [x.kind for x in lanes] == ["serial"]
+    assert sum(1 for n in walk(lanes[0].extent) if isinstance(n, BinOp) and n.op in ("min", "max")) == 2
     assert any("after" in str(lp.min) and ".wide." in str(lp.min) for lp in clean), \
         "no clamp-free copy of the epilogue"
     c = p.compile("host", schedule="s", use_cache=False)
