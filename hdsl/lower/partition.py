@@ -35,6 +35,7 @@ from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
 _CMP = ("<", "<=", ">", ">=")
+NARROW_LANES = ".lanes"  # the var of a narrow region's lanes made a scalar loop (_narrow_lanes)
 _WHOLE = 1 << 29        # a steady range's end past any loop's: a condition that holds for every v
 
 
@@ -426,7 +427,7 @@ def _narrow_lanes(s: Stmt) -> Stmt:
     """s with each vector loop `for lane in 0 .. n - 1` whose var appears only as
     `min(lane, K)` (K >= 0, the same K throughout, computed outside the loop: a narrow region's
     clamp of a shifted-inwards split) made a serial loop over the distinct lanes,
-    `for lane in 0 .. min(n - 1, K)` with the clamp gone. The pinned lanes computed and stored
+    `for lane.lanes in 0 .. min(n - 1, K)` with the clamp gone. The pinned lanes computed and stored
     copies of lane K's value, so the loop does the same work once per point, as scalar code:
     where the clamp binds (the region narrower than a vector) no lane pattern is dense, and the
     vector form was a gather per load."""
@@ -468,9 +469,11 @@ def _narrow_loop(loop: For) -> Stmt:
     probe = _replace_stmt(loop.body, {i: hole for i in clamps})
     if any(lane in _names(e) for x in _stmts(probe) for e in _exprs(x)):
         return loop
-    body = _replace_stmt(loop.body, {i: Var(lane, I32) for i in clamps})
+    # (named as such: code generation keeps LLVM from vectorizing or unrolling it again)
+    name = lane + NARROW_LANES
+    body = _replace_stmt(loop.body, {i: Var(name, I32) for i in clamps})
     extent = _b("+", _b("min", _I(loop.extent.value - 1), k0), _I(1))
-    return For(lane, loop.min, extent, "serial", body)
+    return For(name, loop.min, extent, "serial", body)
 
 
 def _stmts(s: Stmt):

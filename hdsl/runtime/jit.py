@@ -260,12 +260,10 @@ def target_machine(target: str, reloc: str = "pic"):
 def optimize(mod, tm) -> None:
     from llvmlite import binding as llvm
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    # Halide's O3 pipeline (CodeGen_LLVM::optimize_module: LLVM's loop vectorizer, interleaver
-    # and unroller only with the EnableLLVMLoopOpt target feature, off by default): the schedule
-    # says what is vectorized and unrolled. LLVM re-vectorizing and unrolling the scalar loops
-    # (edge copies, a narrow region's lanes) cost about a sixth of the local Laplacian's LLVM
-    # time and changed no run time measured (benchmarks: the four apps, blur, gauss5, unsharp, iir)
-    pto.loop_vectorization = pto.loop_interleaving = pto.loop_unrolling = False
+    # (unlike Halide, whose optimize_module turns LLVM's loop vectorizer and unroller off
+    # unless EnableLLVMLoopOpt: an unscheduled hdsl loop is left to LLVM to vectorize, as the
+    # tutorial says. Loops it must not touch say so in their metadata: llvm.CodeGenLLVM.serial_for)
+    pto.loop_vectorization = True
     # hdsl vectorizes what the schedule says; LLVM's SLP vectorizer adds little to that and
     # failed an internal assertion (aborting the process) on a fuzzer-found schedule
     # (tests/compiler/test_compiler_bugs.py::test_llvm_slp_vectorizer_assertion_is_avoided)
