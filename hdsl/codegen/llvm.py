@@ -31,6 +31,7 @@ from hdsl.ir.closure import mentioned_names
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
+from hdsl.lower.partition import NARROW_LANES
 
 I1T, I8T, I32T, I64T = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32T = ir.FloatType()
@@ -133,6 +134,18 @@ class _RingLet:
     def __init__(self, expr, anchor, leaves: dict, lets: dict):
         self.expr, self.anchor, self.leaves, self.lets = expr, anchor, leaves, lets
         self.wide = None
+
+
+class _LoopID(ir.values.MDValue):
+    """A loop's own metadata node (`distinct !{!self, ...}`, as LangRef's llvm.loop asks),
+    one per loop."""
+
+    def __init__(self, module: ir.Module, operands: list):
+        super().__init__(module, operands, name=str(len(module.metadata)))
+
+    def descr(self, buf):
+        buf += ("distinct !{{ {0} }}".format(", ".join([self.get_reference()] + [
+            op.get_reference() for op in self.operands])), "\n")
 
 
 class CodeGenLLVM:
@@ -507,7 +520,15 @@ class CodeGenLLVM:
         self.stmt(st, s.body)
         nxt = b.add(i, ir.Constant(I32T, 1), flags=("nsw",))     # (i < hi: no overflow)
         i.add_incoming(nxt, b.block)
-        b.branch(head)
+        back = b.branch(head)
+        if s.var.endswith(NARROW_LANES):
+            # a narrow region's lanes (lower/partition.py), at most a vector's worth and run
+            # only where a region is narrower than one: LLVM vectorizing and unrolling them
+            # again cost about a sixth of the local Laplacian's LLVM time for nothing
+            back.set_metadata("llvm.loop", _LoopID(self.module, [
+                self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"),
+                                          ir.Constant(ir.IntType(1), 0)]),
+                self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.disable")])]))
         b.position_at_end(done)
         self._restore(st, s.var, old)
 
@@ -674,11 +695,10 @@ class CodeGenLLVM:
             if flt:
                 # select(a < b, a, b) (and > for max), as Halide and the evaluator: NaN not propagated
                 return b.select(b.fcmp_ordered("<" if op == "min" else ">", a, b_), a, b_)
-            if t.is_int():
-                c = b.icmp_signed("<" if op == "min" else ">", a, b_)
-            else:
-                c = b.icmp_unsigned("<" if op == "min" else ">", a, b_)
-            return b.select(c, a, b_)
+            # (LLVM's intrinsic, which InstCombine would make of the compare and select anyway:
+            # one instruction, where the bounds code of a large pipeline has thousands)
+            name = ("s" if t.is_int() else "u") + op
+            return b.call(self.intrinsic(name, a.type, 2), [a, b_])
         if op in ("==", "!=", "<", "<=", ">", ">="):
             if flt:
                 return b.fcmp_unordered(op, a, b_) if op == "!=" else b.fcmp_ordered(op, a, b_)

@@ -35,6 +35,7 @@ from hdsl.ir.types import BOOL, I32
 from hdsl.lower.symbolic import _Candidates, expr_bounds
 
 _CMP = ("<", "<=", ">", ">=")
+NARROW_LANES = ".lanes"  # the var of a narrow region's lanes made a scalar loop (_narrow_lanes)
 _WHOLE = 1 << 29        # a steady range's end past any loop's: a condition that holds for every v
 
 
@@ -236,8 +237,14 @@ class _Partitioner:
             lo_c.add(x)
         for x in [end] + [_b("+", x, _I(1)) for x in highs]:
             hi_c.add(x)
-        lo = _b("min", lo_c.value(), end)
-        hi = _b("max", hi_c.value(), lo)
+        # a bound that cannot pass the loop's own end (a shifted-inwards tile's `max(v * n, 0)`
+        # in a loop from 0 holds from its first iteration) leaves that end's copy of the body
+        # empty for every extent: no prologue (or epilogue) is made for it
+        lo_v_, hi_v_ = lo_c.value(), hi_c.value()
+        has_prologue = bool(lows) and not _never_positive(_b("-", lo_v_, m))
+        has_epilogue = bool(highs) and not _never_positive(_b("-", end, hi_v_))
+        lo = _b("min", lo_v_, end)
+        hi = _b("max", hi_v_, lo)
         steady_body = _replace_stmt(loop.body, repl)
         kind = f"{invariant_only}.wide" if invariant_only else "steady"
         lo_name, hi_name = f"{v}.{kind}.min", f"{v}.{kind}.end"
@@ -248,11 +255,11 @@ class _Partitioner:
             body = IfThenElse(inside, steady_body, loop.body)
             return LetStmt(lo_name, lo, LetStmt(hi_name, hi, For(v, m, e, loop.kind, body)))
         parts = []
-        if lows:
+        if has_prologue:
             parts.append(For(v, m, _b("-", lo_v, m), "serial", loop.body))
         parts.append(For(v, lo_v, _b("-", hi_v, lo_v), "serial", steady_body))
         sat = None
-        if highs and not scalar and not invariant_only:
+        if has_epilogue and not scalar and not invariant_only:
             # past the steady state a clamp that is not an input's boundary condition (a
             # pyramid level clamped to a coarser level's size) may pin every lane to its
             # bound over a long stretch: there it is the bound itself, a broadcast, instead
@@ -286,8 +293,11 @@ class _Partitioner:
             parts.append(For(v, sat_v, _b("-", sat_stop, sat_v), "serial", sat_body))
             if sat_end:
                 parts.append(For(v, sat_stop, _b("-", end, sat_stop), "serial", loop.body))
-        elif highs:
-            parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", loop.body))
+        elif has_epilogue:
+            # (an all-or-nothing split's other copy runs only where the region is narrower than
+            # a vector: its lanes, pinned by the clamp, become a short scalar loop)
+            body = _narrow_lanes(loop.body) if invariant_only else loop.body
+            parts.append(For(v, hi_v, _b("-", end, hi_v), "serial", body))
         if not scalar and not invariant_only and _directly_around_vectors(loop.body) and \
                 not _has_variable_loop(loop.body):
             # the prologue and epilogue keep the clamps that do not move with v: a narrow
@@ -411,6 +421,76 @@ class _Partitioner:
         if c > 0:
             return ("hi", _b("/", _b("-", _I(0), hi), _I(c)))
         return ("lo", _b("/", _b("+", hi, _I(-c - 1)), _I(-c)))
+
+
+def _narrow_lanes(s: Stmt) -> Stmt:
+    """s with each vector loop `for lane in 0 .. n - 1` whose var appears only as
+    `min(lane, K)` (K >= 0, the same K throughout, computed outside the loop: a narrow region's
+    clamp of a shifted-inwards split) made a serial loop over the distinct lanes,
+    `for lane.lanes in 0 .. min(n - 1, K)` with the clamp gone. The pinned lanes computed and stored
+    copies of lane K's value, so the loop does the same work once per point, as scalar code:
+    where the clamp binds (the region narrower than a vector) no lane pattern is dense, and the
+    vector form was a gather per load."""
+    if isinstance(s, For) and s.kind == "vectorized":
+        return _narrow_loop(s)
+    kids = _kids(s)
+    new = [_narrow_lanes(k) for k in kids]
+    return s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
+
+
+def _narrow_loop(loop: For) -> Stmt:
+    lane = loop.var
+    if not (isinstance(loop.min, Const) and loop.min.value == 0 and isinstance(loop.extent, Const)):
+        return loop
+    clamps: dict[int, Expr] = {}
+    bound: set = set()
+    ks: list = []
+
+    def visit(x: Stmt):
+        if isinstance(x, (For, LetStmt)):
+            bound.add(x.var if isinstance(x, For) else x.name)
+        for e in _exprs(x):
+            for n in walk(e):
+                if isinstance(n, BinOp) and n.op == "min" and n.type == I32:
+                    for a, k in ((n.a, n.b), (n.b, n.a)):
+                        if isinstance(a, Var) and a.name == lane and lane not in _names(k):
+                            clamps[id(n)] = n
+                            ks.append(k)
+        for k in _kids(x):
+            visit(k)
+    visit(loop.body)
+    if not ks:
+        return loop
+    k0 = ks[0]
+    if any(_key(k) != _key(k0) for k in ks) or _names(k0) & bound or not _non_negative(k0):
+        return loop
+    # every use of the lane is inside one of those clamps
+    hole = Var(lane + ".clamped", I32)
+    probe = _replace_stmt(loop.body, {i: hole for i in clamps})
+    if any(lane in _names(e) for x in _stmts(probe) for e in _exprs(x)):
+        return loop
+    # (named as such: code generation keeps LLVM from vectorizing or unrolling it again)
+    name = lane + NARROW_LANES
+    body = _replace_stmt(loop.body, {i: Var(name, I32) for i in clamps})
+    extent = _b("+", _b("min", _I(loop.extent.value - 1), k0), _I(1))
+    return For(name, loop.min, extent, "serial", body)
+
+
+def _stmts(s: Stmt):
+    yield s
+    for k in _kids(s):
+        yield from _stmts(k)
+
+
+def _non_negative(e: Expr) -> bool:
+    if isinstance(e, Const):
+        return e.value >= 0
+    return isinstance(e, BinOp) and e.op == "max" and any(isinstance(x, Const) and x.value >= 0 for x in (e.a, e.b))
+
+
+def _never_positive(e: Expr) -> bool:
+    """Whether e <= 0 for all values of its variables (a constant, as the simplifier leaves it)."""
+    return isinstance(e, Const) and e.value <= 0
 
 
 def _subst_var(e: Expr, name: str, value: Expr) -> Expr:

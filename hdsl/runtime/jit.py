@@ -260,6 +260,9 @@ def target_machine(target: str, reloc: str = "pic"):
 def optimize(mod, tm) -> None:
     from llvmlite import binding as llvm
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    # (unlike Halide, whose optimize_module turns LLVM's loop vectorizer and unroller off
+    # unless EnableLLVMLoopOpt: an unscheduled hdsl loop is left to LLVM to vectorize, as the
+    # tutorial says. Loops it must not touch say so in their metadata: llvm.CodeGenLLVM.serial_for)
     pto.loop_vectorization = True
     # hdsl vectorizes what the schedule says; LLVM's SLP vectorizer adds little to that and
     # failed an internal assertion (aborting the process) on a fuzzer-found schedule

@@ -10,7 +10,7 @@ from hdsl.codegen.cpu import generate
 from hdsl.ir.expr import BinOp, Var, free_vars, walk
 from hdsl.ir.stmt import For, IfThenElse, LetStmt
 from hdsl.lower.lower import lower
-from hdsl.lower.partition import _exprs, _kids
+from hdsl.lower.partition import NARROW_LANES, _exprs, _kids
 
 BLUR = """
 pipeline blur
@@ -45,12 +45,14 @@ def _loops(s, name):
     return found
 
 
-def _minmax_in_vector_code(loop: For) -> int:
+def _minmax_in_vector_code(loop: For, lane: str = "") -> int:
+    """The mins, maxes and ifs in vector code (or, given `lane`, in the loops over that var,
+    vectorized or not: a narrow region's lanes become a scalar loop)."""
     count = 0
 
     def visit(s, vec):
         nonlocal count
-        vec = vec or (isinstance(s, For) and s.kind == "vectorized")
+        vec = vec or (isinstance(s, For) and (s.kind == "vectorized" or s.var == lane))
         if vec:
             for e in _exprs(s):
                 count += sum(1 for n in walk(e) if isinstance(n, BinOp) and n.op in ("min", "max"))
@@ -550,6 +552,7 @@ schedule s {
     sat = parts[5]
     assert isinstance(sat.min, Var) and sat.min.name.endswith(".saturated.min")
     assert isinstance(parts[6].min, Var) and parts[6].min.name.endswith(".after4.wide.min")
+    mixed_wide = parts[3]                   # (the mixed epilogue for a region a vector wide)
     parts = parts[1:3] + parts[4:]          # (the clamped copies, as the test was written)
     # in the saturated copy x's clamps are gone from the lanes: what is left is scalar
     def lane_minmax(loop):
@@ -568,7 +571,9 @@ schedule s {
                 visit(k, lane)
         visit(loop, frozenset())
         return n
-    assert lane_minmax(parts[2]) > 0 and lane_minmax(sat) == 0
+    assert lane_minmax(mixed_wide) > 0 and lane_minmax(sat) == 0
+    # (the narrow region's copies hold no vector code: their distinct lanes are a scalar loop)
+    assert lane_minmax(parts[0]) == lane_minmax(parts[2]) == 0
     # repeat_edge alone gives no saturated copy
     blur = lower(hdsl.loads(BLUR, "blur.hl").ir, "plain", shift_outputs=True).stmt
     assert not [l for l in _all(blur) if isinstance(l, For) and isinstance(l.min, Var)
@@ -615,10 +620,25 @@ schedule s {
                 visit(k)
         visit(loop)
         return n
-    clean = [lp for lp in parts if lane_clamps(lp) == 0]
-    clamped = [lp for lp in parts if lane_clamps(lp) > 0]
-    # the steady state and the epilogue's copy for wide regions; the clamped copy for narrow ones
-    assert len(clean) >= 2 and clamped, [lane_clamps(lp) for lp in parts]
+    def vectorized(loop):
+        return any(isinstance(x, For) and x.kind == "vectorized" for x in _all(loop))
+    clean = [lp for lp in parts if lane_clamps(lp) == 0 and vectorized(lp)]
+    # the steady state and the epilogue's copy for wide regions, in vector code
+    assert len(clean) >= 2, [lane_clamps(lp) for lp in parts]
+    # narrow regions take a copy that runs the distinct lanes as a scalar loop, the lane's
+    # clamp moved into its extent, `for x_i in 0 .. min(7, max(e - 1, 0))` (the vector form,
+    # pinned lanes and all, was a gather per load)
+    narrow = [lp for lp in parts if not vectorized(lp)]
+    assert len(narrow) == 1 and lane_clamps(narrow[0]) == 0
+    lanes = [x for x in _all(narrow[0]) if isinstance(x, For) and x.var == "f.s0.x_i.lanes"]
+    assert [x.kind for x in lanes] == ["serial"]
+    assert sum(1 for n in walk(lanes[0].extent) if isinstance(n, BinOp) and n.op in ("min", "max")) == 2
+    # LLVM is told not to vectorize or unroll that loop again (its own loop metadata), and
+    # no other loop of this pipeline carries such metadata
+    ir = str(generate(p.ir, lower(p.ir, "s").stmt, "tail"))
+    back = [line for line in ir.splitlines() if "!llvm.loop" in line]
+    assert len(back) == 1 and back[0].lstrip().startswith("br label"), back
+    assert '!{ !"llvm.loop.vectorize.enable", i1 0 }' in ir and '!{ !"llvm.loop.unroll.disable" }' in ir
     assert any("after" in str(lp.min) and ".wide." in str(lp.min) for lp in clean), \
         "no clamp-free copy of the epilogue"
     c = p.compile("host", schedule="s", use_cache=False)
@@ -678,8 +698,12 @@ def test_narrow_region_of_a_func_reading_through_clamps_is_computed_a_whole_vect
         parts = _loops(stmt, f"{name}.s0.x$1")
         assert parts and all(_lane_clamps(lp, f"{name}.s0.x_i") == 0 for lp in parts), name
     for name in ("raw", "h"):
+        # their copy for narrow regions clamps the lanes, and (partition_loops) runs them as a
+        # scalar loop over the distinct ones, the clamp moved into its extent
         parts = _loops(stmt, f"{name}.s0.x$1")
-        assert any(_lane_clamps(lp, f"{name}.s0.x_i") > 0 for lp in parts), name
+        lanes = f"{name}.s0.x_i" + NARROW_LANES
+        assert any(_lane_clamps(lp, f"{name}.s0.x_i") > 0 or
+                   any(isinstance(x, For) and x.var == lanes for x in _all(lp)) for lp in parts), name
     c = p.compile("host", schedule="s", use_cache=False)
     for w in (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 40):
         iw = (w - 1) // 3 + 2               # raw reads up to x / 3 + 1: exactly that wide
