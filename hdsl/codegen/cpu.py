@@ -442,6 +442,12 @@ class CodeGenCPU(CodeGenLLVM):
         return self._ramp_binop(st, e, a, c)
 
     def _ramp_binop(self, st, e: BinOp, a, c):
+        u = self._uniform_binop(st, e, a, c)
+        if u is not None:
+            return u
+        if any(isinstance(v, Interleave) and all(isinstance(p.stride, int) and p.stride == 0 for p in v.parts)
+               for v in (a, c)):
+            return self._interleave_binop(st, e, a, c)
         if not (isinstance(a, (Ramp, Interleave)) or isinstance(c, (Ramp, Interleave))) or e.type.is_float() \
                 or e.type.bits < 32:
             return None
@@ -489,6 +495,22 @@ class CodeGenCPU(CodeGenLLVM):
                 # times a run-time value (a buffer's stride): still a ramp, of run-time stride
                 return Ramp(b.mul(r.base, other), self._smul(b, r.stride, other), r.lanes)
         return None
+
+    def _uniform_binop(self, st, e: BinOp, a, c):
+        """`a op c` where each operand is the same on every lane (a ramp of stride 0, as
+        `x % 2` of a vectorized x makes part by part, or a scalar): still one such ramp, of
+        any type (comparisons included: vector_select reads their lane sets)."""
+        def uniform(v):
+            if isinstance(v, Ramp):
+                return isinstance(v.stride, int) and v.stride == 0
+            return not isinstance(v, Interleave) and not isinstance(v.type, ir.VectorType)
+        if not (uniform(a) and uniform(c)) or not (isinstance(a, Ramp) or isinstance(c, Ramp)) \
+                or e.op in ("<<", ">>"):
+            return None
+        lanes = (a if isinstance(a, Ramp) else c).lanes
+        x = a.base if isinstance(a, Ramp) else a
+        y = c.base if isinstance(c, Ramp) else c
+        return Ramp(self.binop(st, e.op, x, y, e.a.type), 0, lanes)
 
     def _interleave_binop(self, st, e: BinOp, a, c):
         """An operation on an interleaved index done part by part (None: not possible)."""
