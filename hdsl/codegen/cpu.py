@@ -330,7 +330,9 @@ class CodeGenCPU(CodeGenLLVM):
             v.add_incoming(v_dense, dense_block)
             v.add_incoming(v_gather, gather_block)
         elif mask is None and not isinstance(idx, Ramp) and not _data_dependent(e.index):
-            v = self.patterned_load(st, base, idx, t, vt)
+            v = self.clamped_load(st, e, base, idx, t, vt)
+            if v is None:
+                v = self.patterned_load(st, base, idx, t, vt)
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
         return v
@@ -357,6 +359,67 @@ class CodeGenCPU(CodeGenLLVM):
             return b.shuffle_vector(chunks[0], chunks[1], mask)
         cat = self.concat(st, chunks)
         return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+
+    def clamped_load(self, st: _Fn, e: Load, base, iv, t: Type, vt):
+        """A load at `off + clamp(r)`, r a dense ramp, off the same on every lane, clamp any
+        nest of min and max with bounds the same on every lane (a boundary condition's
+        repeat_edge in the first or last vector of a row, where partition_loops leaves the
+        clamp): the clamped index c is non-decreasing, so the lanes where c == r are dense
+        (one masked load of exactly them) and the others hold c's first or last lane (two
+        scalar loads, at indices the load reads anyway). Instead of up to four pattern checks
+        and then a gather of every lane. None: not of that form."""
+        clamp = self._clamp_term(st, e.index)
+        if clamp is None:
+            return None
+        c_expr, r = clamp
+        b = st.b
+        lanes = vt.count
+        c = self.expr(st, c_expr)
+        if not isinstance(c.type, ir.VectorType) or c.type.count != lanes or c.type != iv.type:
+            return None
+        first, last = ir.Constant(I32T, 0), ir.Constant(I32T, lanes - 1)
+        off = b.sub(b.extract_element(iv, first), b.extract_element(c, first))
+        rv = self.val(st, r, lanes)
+        dense = b.icmp_signed("==", c, rv)
+        mt = vt.element
+        align = max(1, t.bits // 8)
+        f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
+        v = b.call(f, [b.gep(base, [b.add(off, r.base)], source_etype=mt), ir.Constant(I32T, align), dense, K(vt, 0)])
+        v0 = b.load(b.gep(base, [b.extract_element(iv, first)], source_etype=mt), typ=mt, align=align)
+        vl = b.load(b.gep(base, [b.extract_element(iv, last)], source_etype=mt), typ=mt, align=align)
+        c0 = self.splat(st, b.extract_element(c, first), lanes)
+        edge = b.select(b.icmp_signed("==", c, c0), self.splat(st, v0, lanes), self.splat(st, vl, lanes))
+        return b.select(dense, v, edge)
+
+    def _clamp_term(self, st: _Fn, index: Expr):
+        """(c, r) when index is a sum of lane-invariant terms and one term c (added, not
+        subtracted) that is a nest of min / max over lane-invariant bounds and a dense ramp r."""
+        def lanewise(x):
+            v = self.expr(st, x, keep_ramp=True)
+            return isinstance(v, (Ramp, Interleave)) or isinstance(v.type, ir.VectorType)
+        terms, todo = [], [(index, True)]
+        while todo:
+            x, plus = todo.pop()
+            if isinstance(x, BinOp) and x.op in ("+", "-") and x.type == I32:
+                todo += [(x.a, plus), (x.b, plus if x.op == "+" else not plus)]
+            else:
+                terms.append((x, plus))
+        varying = [(x, plus) for x, plus in terms if lanewise(x)]
+        if len(varying) != 1 or not varying[0][1]:
+            return None
+        c = varying[0][0]
+        x = c
+        while isinstance(x, BinOp) and x.op in ("min", "max"):
+            va, vb = lanewise(x.a), lanewise(x.b)
+            if va == vb:
+                return None
+            x = x.a if va else x.b
+        if x is c:
+            return None
+        r = self.expr(st, x, keep_ramp=True)
+        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and r.stride == 1 and r.base.type == I32T):
+            return None
+        return c, r
 
     def patterned_load(self, st: _Fn, base, iv, t: Type, vt):
         """A load at a vector of indices that, at run time, is often `first + P` for a known

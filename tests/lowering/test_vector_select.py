@@ -198,3 +198,49 @@ schedule vec {
     ref = p.realize((w, h), min=(x0, y0), img=img)
     assert np.array_equal(got, ref)
 
+
+EDGE = """
+pipeline edges
+use boundary
+input img: u16[2]
+param lo: i32 = 3
+param hi: i32 = 40
+output out: u16[2]
+algorithm {
+    e = repeat_edge(img)
+    out(x, y) = e(x - 2, y) / 4 + e(x + 3, y) / 4 + img(clamp(x, lo, hi), y) / 4 + img(min(max(x - 1, hi), lo), y) / 4
+}
+schedule vec { out.vectorize(x, 32) }
+schedule vec8 { out.vectorize(x, 8) }
+"""
+
+
+@pytest.mark.parametrize("schedule", ["vec", "vec8"])
+@pytest.mark.parametrize("w, x0, lo, hi", [(100, 0, 3, 40), (100, -20, 3, 40), (20, -5, 3, 40), (7, 0, 3, 40),
+                                           (60, -3, 10, 2), (45, 5, 0, 43)])
+def test_clamped_indices_in_vector_loads(schedule, w, x0, lo, hi):
+    """repeat_edge's clamps and user clamps (both orders of min and max, bounds crossed) in
+    the vectors where they bind, including an output narrower than a vector and one whose
+    both ends are clamped in one vector: the evaluator's values (hdsl/codegen/cpu.py:
+    clamped_load)."""
+    p = hdsl.loads(EDGE, "edges.hl")
+    img = np.random.RandomState(w + x0).randint(0, 65535, (3, 44)).astype(np.uint16)
+    got = p.compile("host", schedule=schedule).realize((w, 3), min=(x0, 0), img=img, lo=lo, hi=hi)
+    ref = p.realize((w, 3), min=(x0, 0), img=img, lo=lo, hi=hi)
+    assert np.array_equal(got, ref)
+    xs = np.arange(x0, x0 + w)
+    f = img.astype(np.int64)
+    want = (f[:, np.clip(xs - 2, 0, 43)] // 4 + f[:, np.clip(xs + 3, 0, 43)] // 4
+            + f[:, np.maximum(np.minimum(xs, hi), lo)] // 4 + f[:, np.minimum(np.maximum(xs - 1, hi), lo)] // 4)
+    assert np.array_equal(ref, want.astype(np.uint16))
+
+
+def test_clamped_vector_loads_are_not_gathered():
+    """The vectors where repeat_edge binds load the dense lanes with one masked load: no
+    pattern checks (llvm.vector.reduce.and) and no gathers are left in the program (its
+    shifted form: the last vector of a row moved inwards, unguarded, as the JIT runs outputs
+    at least a vector wide)."""
+    src = EDGE.replace(" + img(clamp(x, lo, hi), y) / 4 + img(min(max(x - 1, hi), lo), y) / 4", "")
+    ir = compiled_form(hdsl.loads(src, "edges.hl").ir, "llvm", schedule="vec", shifted=True)
+    assert "llvm.masked.load" in ir
+    assert "llvm.masked.gather" not in ir and "llvm.vector.reduce.and" not in ir
