@@ -199,6 +199,11 @@ class CodeGenCPU(CodeGenLLVM):
         """Outline the body into task(closure, i) and call hdsl_parallel_for."""
         b = st.b
         free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
+        # (constants, such as a root Func's `curve.min.0 = 0`, are bound as constants in the
+        # task, not passed through the closure, where LLVM could no longer fold them: the
+        # LUT's gather subtracted a loaded 0 from every index)
+        consts = [n for n in free if isinstance(st.syms[n][0], ir.Constant)]
+        free = [n for n in free if n not in consts]
         types = [st.syms[n][0].type for n in free]
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
         closure = self.entry_alloca(st, closure_t)
@@ -216,6 +221,8 @@ class CodeGenCPU(CodeGenLLVM):
                              typ=types[k])
             inner.syms[n] = (v, st.syms[n][1])
         inner.syms[s.var] = (idx, I32)
+        for n in consts:
+            inner.syms[n] = st.syms[n]
         # (a ring let of the caller arrives as a plain value that may have wrapped: its
         # offsets keep 32 bits, see CodeGenLLVM.wide_index)
         inner.wide_index = st.wide_index
