@@ -393,6 +393,11 @@ class CodeGenCPU(CodeGenLLVM):
         """Outline the body into task(closure, i) and call hdsl_parallel_for."""
         b = st.b
         free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
+        # (constants, such as a root Func's `curve.min.0 = 0`, are bound as constants in the
+        # task, not passed through the closure, where LLVM could no longer fold them: the
+        # LUT's gather subtracted a loaded 0 from every index)
+        consts = [n for n in free if isinstance(st.syms[n][0], ir.Constant)]
+        free = [n for n in free if n not in consts]
         types = [st.syms[n][0].type for n in free]
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
         closure = self.entry_alloca(st, closure_t)
@@ -410,6 +415,8 @@ class CodeGenCPU(CodeGenLLVM):
                              typ=types[k])
             inner.syms[n] = (v, st.syms[n][1])
         inner.syms[s.var] = (idx, I32)
+        for n in consts:
+            inner.syms[n] = st.syms[n]
         # (a ring let of the caller arrives as a plain value that may have wrapped: its
         # offsets keep 32 bits, see CodeGenLLVM.wide_index)
         inner.wide_index = st.wide_index
@@ -425,7 +432,7 @@ class CodeGenCPU(CodeGenLLVM):
             b.ret(r)
 
     # ------------------------------------------------------------ vector memory access
-    def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None, whole: bool = True):
+    def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
         b = st.b
         t = s.value.type
         mt = llvm_type(t, True)
@@ -439,7 +446,7 @@ class CodeGenCPU(CodeGenLLVM):
             mask = self.splat(st, mask, lanes)
         align = ir.Constant(I32T, max(1, t.bits // 8))
         if isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.stride == 1:
-            ptr = b.gep(base, [self.wide_ramp_base(st, s.index, idx) if whole else idx.base], source_etype=mt)
+            ptr = b.gep(base, [idx.base], source_etype=mt)
             if mask is None:
                 b.store(v, ptr, align=max(1, t.bits // 8))
             else:
@@ -473,14 +480,12 @@ class CodeGenCPU(CodeGenLLVM):
     def vector_load(self, st: _Fn, e: Load, base, idx):
         if isinstance(idx, Interleave):
             if st.mask is None:
-                return self.interleave(st, [self.load_vector(st, e, base, p, whole=False) for p in idx.parts])
+                return self.interleave(st, [self.load_vector(st, e, base, p) for p in idx.parts])
             idx = self.val(st, idx)
         return self.load_vector(st, e, base, idx)
 
-    def load_vector(self, st: _Fn, e: Load, base, idx, whole: bool = True):
-        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory.
-        whole: idx is what e's index evaluated to (not one part of an interleave), so a dense
-        access may address its first lane in 64 bits (wide_ramp_base)."""
+    def load_vector(self, st: _Fn, e: Load, base, idx):
+        """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory."""
         b = st.b
         t = e.type
         mt = llvm_type(t, True)
@@ -492,7 +497,7 @@ class CodeGenCPU(CodeGenLLVM):
         align = ir.Constant(I32T, max(1, t.bits // 8))
         stride = idx.stride if isinstance(idx, Ramp) else None
         if isinstance(stride, int) and stride == 1:
-            ptr = b.gep(base, [self.wide_ramp_base(st, e.index, idx) if whole else idx.base], source_etype=mt)
+            ptr = b.gep(base, [idx.base], source_etype=mt)
             if mask is None:
                 v = b.load(ptr, typ=vt, align=max(1, t.bits // 8))
             else:
@@ -526,7 +531,9 @@ class CodeGenCPU(CodeGenLLVM):
             v.add_incoming(v_dense, dense_block)
             v.add_incoming(v_gather, gather_block)
         elif mask is None and not isinstance(idx, Ramp) and not _data_dependent(e.index):
-            v = self.patterned_load(st, base, idx, t, vt)
+            v = self.clamped_load(st, e, base, idx, t, vt)
+            if v is None:
+                v = self.patterned_load(st, base, idx, t, vt)
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
         return v
@@ -553,6 +560,67 @@ class CodeGenCPU(CodeGenLLVM):
             return b.shuffle_vector(chunks[0], chunks[1], mask)
         cat = self.concat(st, chunks)
         return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+
+    def clamped_load(self, st: _Fn, e: Load, base, iv, t: Type, vt):
+        """A load at `off + clamp(r)`, r a dense ramp, off the same on every lane, clamp any
+        nest of min and max with bounds the same on every lane (a boundary condition's
+        repeat_edge in the first or last vector of a row, where partition_loops leaves the
+        clamp): the clamped index c is non-decreasing, so the lanes where c == r are dense
+        (one masked load of exactly them) and the others hold c's first or last lane (two
+        scalar loads, at indices the load reads anyway). Instead of up to four pattern checks
+        and then a gather of every lane. None: not of that form."""
+        clamp = self._clamp_term(st, e.index)
+        if clamp is None:
+            return None
+        c_expr, r = clamp
+        b = st.b
+        lanes = vt.count
+        c = self.expr(st, c_expr)
+        if not isinstance(c.type, ir.VectorType) or c.type.count != lanes or c.type != iv.type:
+            return None
+        first, last = ir.Constant(I32T, 0), ir.Constant(I32T, lanes - 1)
+        off = b.sub(b.extract_element(iv, first), b.extract_element(c, first))
+        rv = self.val(st, r, lanes)
+        dense = b.icmp_signed("==", c, rv)
+        mt = vt.element
+        align = max(1, t.bits // 8)
+        f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
+        v = b.call(f, [b.gep(base, [b.add(off, r.base)], source_etype=mt), ir.Constant(I32T, align), dense, K(vt, 0)])
+        v0 = b.load(b.gep(base, [b.extract_element(iv, first)], source_etype=mt), typ=mt, align=align)
+        vl = b.load(b.gep(base, [b.extract_element(iv, last)], source_etype=mt), typ=mt, align=align)
+        c0 = self.splat(st, b.extract_element(c, first), lanes)
+        edge = b.select(b.icmp_signed("==", c, c0), self.splat(st, v0, lanes), self.splat(st, vl, lanes))
+        return b.select(dense, v, edge)
+
+    def _clamp_term(self, st: _Fn, index: Expr):
+        """(c, r) when index is a sum of lane-invariant terms and one term c (added, not
+        subtracted) that is a nest of min / max over lane-invariant bounds and a dense ramp r."""
+        def lanewise(x):
+            v = self.expr(st, x, keep_ramp=True)
+            return isinstance(v, (Ramp, Interleave)) or isinstance(v.type, ir.VectorType)
+        terms, todo = [], [(index, True)]
+        while todo:
+            x, plus = todo.pop()
+            if isinstance(x, BinOp) and x.op in ("+", "-") and x.type == I32:
+                todo += [(x.a, plus), (x.b, plus if x.op == "+" else not plus)]
+            else:
+                terms.append((x, plus))
+        varying = [(x, plus) for x, plus in terms if lanewise(x)]
+        if len(varying) != 1 or not varying[0][1]:
+            return None
+        c = varying[0][0]
+        x = c
+        while isinstance(x, BinOp) and x.op in ("min", "max"):
+            va, vb = lanewise(x.a), lanewise(x.b)
+            if va == vb:
+                return None
+            x = x.a if va else x.b
+        if x is c:
+            return None
+        r = self.expr(st, x, keep_ramp=True)
+        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and r.stride == 1 and r.base.type == I32T):
+            return None
+        return c, r
 
     def patterned_load(self, st: _Fn, base, iv, t: Type, vt):
         """A load at a vector of indices that, at run time, is often `first + P` for a known
@@ -638,6 +706,12 @@ class CodeGenCPU(CodeGenLLVM):
         return self._ramp_binop(st, e, a, c)
 
     def _ramp_binop(self, st, e: BinOp, a, c):
+        u = self._uniform_binop(st, e, a, c)
+        if u is not None:
+            return u
+        if any(isinstance(v, Interleave) and all(isinstance(p.stride, int) and p.stride == 0 for p in v.parts)
+               for v in (a, c)):
+            return self._interleave_binop(st, e, a, c)
         if not (isinstance(a, (Ramp, Interleave)) or isinstance(c, (Ramp, Interleave))) or e.type.is_float() \
                 or e.type.bits < 32:
             return None
@@ -685,6 +759,22 @@ class CodeGenCPU(CodeGenLLVM):
                 # times a run-time value (a buffer's stride): still a ramp, of run-time stride
                 return Ramp(b.mul(r.base, other), self._smul(b, r.stride, other), r.lanes)
         return None
+
+    def _uniform_binop(self, st, e: BinOp, a, c):
+        """`a op c` where each operand is the same on every lane (a ramp of stride 0, as
+        `x % 2` of a vectorized x makes part by part, or a scalar): still one such ramp, of
+        any type (comparisons included: vector_select reads their lane sets)."""
+        def uniform(v):
+            if isinstance(v, Ramp):
+                return isinstance(v.stride, int) and v.stride == 0
+            return not isinstance(v, Interleave) and not isinstance(v.type, ir.VectorType)
+        if not (uniform(a) and uniform(c)) or not (isinstance(a, Ramp) or isinstance(c, Ramp)) \
+                or e.op in ("<<", ">>"):
+            return None
+        lanes = (a if isinstance(a, Ramp) else c).lanes
+        x = a.base if isinstance(a, Ramp) else a
+        y = c.base if isinstance(c, Ramp) else c
+        return Ramp(self.binop(st, e.op, x, y, e.a.type), 0, lanes)
 
     def _interleave_binop(self, st, e: BinOp, a, c):
         """An operation on an interleaved index done part by part (None: not possible)."""

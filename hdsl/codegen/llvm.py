@@ -243,7 +243,9 @@ class CodeGenLLVM:
     # ------------------------------------------------------------ hooks (see the module docstring)
     def loop(self, st: _Fn, s: For):
         n = _const_int(s.extent)
-        if s.kind == "unrolled" and st.lanes is None and n is not None and n <= 64:
+        # (inside a vectorized loop too: the channels of a vector of pixels, unroll(c) inside
+        # vectorize(x), each then a constant, so selects on c fold)
+        if s.kind == "unrolled" and n is not None and n <= 64:
             self.unrolled_for(st, s, n)
         else:
             self.serial_for(st, s)
@@ -332,6 +334,7 @@ class CodeGenLLVM:
         idx = self.expr(st, s.index, keep_ramp=True)
         if isinstance(idx, Interleave):
             idx = self.val(st, idx)
+        idx = self.wide_ramp(st, s.index, idx)
         base = self.buffer_ptr(st, s.buffer)
         lanes = idx.lanes if isinstance(idx, Ramp) else (idx.type.count if isinstance(idx.type, ir.VectorType)
                                                          else (v.type.count if isinstance(v.type, ir.VectorType)
@@ -347,7 +350,7 @@ class CodeGenLLVM:
         b = st.b
         t = e.type
         mt = llvm_type(t, True)
-        idx = self.expr(st, e.index, keep_ramp=True)
+        idx = self.wide_ramp(st, e.index, self.expr(st, e.index, keep_ramp=True))
         base = self.buffer_ptr(st, e.buffer)
         if isinstance(idx, (Ramp, Interleave)) or isinstance(idx.type, ir.VectorType):
             v = self.vector_load(st, e, base, idx)
@@ -379,26 +382,26 @@ class CodeGenLLVM:
         except _NotWide:
             return idx
 
+    def wide_ramp(self, st: _Fn, e: Expr, idx):
+        """A vector access's index `idx` (of expression e) with its first lane computed in 64
+        bits as wide_index does for scalar offsets, when it is a ramp of constant stride: its
+        first lane is e at every variable's first lane, so the same + - * over the leaves'
+        first lanes. LLVM then keeps one pointer per access stream in the loop, as for Halide,
+        instead of an i32 offset, a sign extension and a spilled counter per load and store."""
+        if not (st.wide_index and isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.base.type == I32T):
+            return idx
+        try:
+            return Ramp(self._wide(st.b, e, lambda n: _lane0(self._leaf(st, n)), st.ring_lets), idx.stride, idx.lanes)
+        except _NotWide:
+            return idx
+
     def _leaf(self, st: _Fn, n: Expr):
         if isinstance(n, (Var, Param)):
             v = st.syms.get(n.name)
             v = None if v is None else v[0]
         else:
             v = self.expr(st, n, keep_ramp=True)     # (cached: the i32 index made it just now)
-        # a vector loop's ramp (or a let bound to one): its first lane, for the offset of a
-        # dense vector access's first lane (wide_ramp_base)
-        return v.base if isinstance(v, Ramp) else v
-
-    def wide_ramp_base(self, st: _Fn, e: Expr, idx):
-        """The offset of the first lane of a vector access whose index `e` evaluated to the
-        ramp `idx`, in 64 bits where wide_index can make it (else idx.base): as for a scalar
-        offset, LLVM then steps a pointer through the vector loop instead of adding and
-        sign-extending 32-bit offsets per access, one register each (interpolate's levels:
-        ~20 of the ~65 instructions per vector were those, and the spills they caused). The
-        first lane's offset is exact in 64 bits for the same reason a scalar one is."""
-        if not isinstance(idx, Ramp) or not isinstance(idx.base, ir.Value):
-            return idx.base
-        return self.wide_index(st, e, idx.base)
+        return v
 
     def _wide(self, b, e: Expr, leaf, lets):
         if isinstance(e, Const) and e.type == I32:
@@ -418,12 +421,9 @@ class CodeGenLLVM:
         return b.sext(v, I64T)
 
     def _ring_let(self, st: _Fn, e: Expr, v) -> "_RingLet | None":
-        """The record of a ring let just bound to v; None when its i64 form cannot be made. A
-        let bound to a ramp (x = x.min + x_o * 16 + x_i, x_i vectorized) is recorded by its
-        first lane: its i64 form is that lane's exact value, each ramp leaf taken at its first
-        lane (+ - * act lane by lane)."""
-        if isinstance(v, Ramp):
-            v = v.base
+        """The record of a ring let just bound to v; None when its i64 form cannot be made.
+        (A let of a vectorized loop's ramp is recorded by its first lane: for wide_ramp.)"""
+        v = _lane0(v)
         if not isinstance(v, ir.Instruction) or v.type != I32T:
             return None
         leaves, lets = {}, {}
@@ -442,8 +442,7 @@ class CodeGenLLVM:
             else:
                 hit = st.cache.get(id(n))
                 val = None if hit is None else hit[1]
-            if isinstance(val, Ramp):
-                val = val.base
+            val = _lane0(val)
             if not isinstance(val, ir.Value) or val.type != I32T:
                 return False
             leaves[id(n)] = val
@@ -569,6 +568,8 @@ class CodeGenLLVM:
             return v
         b = st.b
         et = v.base.type
+        if isinstance(v.stride, int) and v.stride == 0:
+            return self.splat(st, v.base, v.lanes)
         if isinstance(v.stride, int):
             steps = ir.Constant(ir.VectorType(et, v.lanes), [k * v.stride for k in range(v.lanes)])
         else:
@@ -626,10 +627,17 @@ class CodeGenLLVM:
                 return b.fsub(K(a, 0.0), a) if t.is_float() else b.sub(K(a, 0), a)
             return b.not_(a)
         if isinstance(e, Select):
+            if st.lanes is not None:
+                v = self.vector_select(st, e)
+                if v is not None:
+                    return v
             c = self.expr(st, e.cond)
             if st.lanes is not None and t.is_float() and not isinstance(c.type, ir.VectorType) and \
                     any(isinstance(n, Load) for x in (e.t, e.f) for n in walk(x)):
-                return self.branch_select(st, e, c)
+                # (a side that reads memory is not computed for nothing, however cheap: a
+                # boundary's other side, read through clamped coordinates, is a gather in a
+                # lane-major loop)
+                return self.branch_select(st, c, e.t, e.f, st.lanes)
             x, y = self.unify(st, self.expr(st, e.t), self.expr(st, e.f))
             if isinstance(x.type, ir.VectorType) and not isinstance(c.type, ir.VectorType):
                 c = self.splat(st, c, x.type.count)
@@ -640,21 +648,121 @@ class CodeGenLLVM:
             return self.intrinsic_call(st, e)
         raise InternalError(f"codegen: unexpected expression {type(e).__name__}")
 
-    def branch_select(self, st: _Fn, e: Select, c):
-        """A vector select whose condition is the same in every lane, with memory reads on a
-        side: only the side it picks is computed (a boundary's other side, read through
-        clamped coordinates, is a gather in a lane-major loop)."""
+    # ------------------------------------------------------------ selects in vector code
+    # A select in a vectorized loop normally computes both arms on every lane and blends
+    # them. Two common conditions need far less: one the same on every lane (`y % 2 == 0`
+    # for an unrolled y, a parameter test), where only the chosen arm has to be computed, and
+    # one the same on every k-th lane (`x % 2 == 0` for the vectorized x: Bayer interleaving,
+    # the demosaic of camera_pipe), where each of the k interleaved lane sets needs only its
+    # own arm, and each arm at x / k is a dense vector of lanes / k (no duplicated lanes).
+    # Halide gets the same from knowing the parities (ModulusRemainder) and from its
+    # interleave rewrites; here the parities may be known only at run time, so each lane
+    # set branches to its arm (a condition the same for the whole loop predicts perfectly).
+    _BRANCH_COST = 8       # arms with fewer operations than this are blended, not branched to
+
+    def vector_select(self, st: _Fn, e: Select):
+        """`e` in a vectorized loop when its condition is uniform over all lanes or over each
+        of k interleaved lane sets; None: an ordinary blend."""
+        c = self.expr(st, e.cond, keep_ramp=True)
+        if isinstance(c, Interleave) and all(isinstance(p, Ramp) and isinstance(p.stride, int) and p.stride == 0
+                                             for p in c.parts) and st.lanes % len(c.parts) == 0:
+            k = len(c.parts)
+            outs = []
+            for r, p in enumerate(c.parts):
+                with self._lane_set(st, r, k):
+                    outs.append(self._uniform_select(st, p.base, e.t, e.f, st.lanes))
+            return self.interleave(st, outs)
+        if isinstance(c, Ramp) and isinstance(c.stride, int) and c.stride == 0:
+            c = c.base
+        if isinstance(c, (Ramp, Interleave)) or isinstance(c.type, ir.VectorType):
+            return None
+        if not isinstance(c, ir.Constant) and self._cost(st, e.t) + self._cost(st, e.f) < self._BRANCH_COST:
+            return None
+        return self._uniform_select(st, c, e.t, e.f, st.lanes)
+
+    def _uniform_select(self, st: _Fn, c, te: Expr, fe: Expr, lanes: int):
+        """select(c, te, fe) for a scalar i1 c, as a vector of `lanes`: the chosen arm only
+        (a constant c), a blend (cheap arms) or a branch to each arm."""
         b = st.b
-        before = dict(st.cache)
-        out = []
+        if isinstance(c, ir.Constant):
+            return self.splat(st, self.expr(st, te if c.constant else fe), lanes)
+        if self._cost(st, te) + self._cost(st, fe) < self._BRANCH_COST:
+            return b.select(c, self.splat(st, self.expr(st, te), lanes), self.splat(st, self.expr(st, fe), lanes))
+        return self.branch_select(st, c, te, fe, lanes)
+
+    def branch_select(self, st: _Fn, c, te: Expr, fe: Expr, lanes: int):
+        """select(c, te, fe) for a scalar i1 c, as a vector of `lanes`: a branch to each arm,
+        so only the chosen one is computed."""
+        b = st.b
+        saved = st.cache
+        arms = []
         with b.if_else(c) as (then, other):
-            for arm, side in ((then, e.t), (other, e.f)):
-                with arm:
-                    out.append((self.splat(st, self.expr(st, side), st.lanes), b.block))
-                    st.cache = dict(before)     # (values made in one arm dominate nothing after it)
-        v = b.phi(out[0][0].type)
-        for val, blk in out:
+            for blk, arm in ((then, te), (other, fe)):
+                with blk:
+                    st.cache = dict(saved)          # (values made in an arm stay in it)
+                    arms.append((self.splat(st, self.expr(st, arm), lanes), b.block))
+        st.cache = saved
+        v = b.phi(arms[0][0].type)
+        for val, blk in arms:
             v.add_incoming(val, blk)
+        return v
+
+    def _cost(self, st: _Fn, e: Expr, limit: int = 64) -> int:
+        """The operations of e not yet generated (cached), counted up to about `limit`."""
+        seen, todo, n = set(), [e], 0
+        while todo and n < limit:
+            x = todo.pop()
+            if id(x) in seen or id(x) in st.cache or isinstance(x, (Const, Var, Param)):
+                continue
+            seen.add(id(x))
+            n += 1
+            todo.extend(x.children())
+        return n
+
+    def _lane_set(self, st: _Fn, r: int, k: int):
+        """A context in which the vectorized loop's values are restricted to lanes r, r + k,
+        r + 2k, … (ramps stay ramps of k times the stride; other vectors are shuffled)."""
+        cg = self
+
+        class _Ctx:
+            def __enter__(self_):
+                self_.saved = (st.syms, st.lanes, st.mask, st.cache)
+                lanes = st.lanes
+                st.syms = {n: (cg._lanes_of(st, v, r, k, lanes), t) for n, (v, t) in st.syms.items()}
+                st.mask = None if st.mask is None else cg._lanes_of(st, st.mask, r, k, lanes)
+                # (values the same on every lane, made already, hold in the lane set too)
+                st.cache = {i: hit for i, hit in st.cache.items()
+                            if isinstance(hit[1], ir.Value) and not isinstance(hit[1].type, ir.VectorType)}
+                st.lanes = lanes // k
+                # (ring lets that vary over the lanes were recorded by the first lane of all
+                # of them: not this set's; wide_index and wide_ramp then expand or skip them)
+                self_.rings = st.ring_lets
+                st.ring_lets = {n: (None if isinstance(self_.saved[0].get(n, (None,))[0], (Ramp, Interleave))
+                                    or isinstance(getattr(self_.saved[0].get(n, (None,))[0], "type", None),
+                                                  ir.VectorType) else rec)
+                                for n, rec in st.ring_lets.items()}
+
+            def __exit__(self_, *exc):
+                st.syms, st.lanes, st.mask, st.cache = self_.saved
+                st.ring_lets = self_.rings
+        return _Ctx()
+
+    def _lanes_of(self, st: _Fn, v, r: int, k: int, lanes: int):
+        """Lanes r, r + k, … of v, a value of the vectorized loop (`lanes` wide) or a scalar."""
+        b = st.b
+        if isinstance(v, Ramp) and v.lanes == lanes:
+            if isinstance(v.stride, int):
+                base = v.base if r == 0 or v.stride == 0 else b.add(v.base, ir.Constant(v.base.type, r * v.stride))
+                return Ramp(base, v.stride * k, lanes // k)
+            base = v.base if r == 0 else b.add(v.base, b.mul(v.stride, ir.Constant(v.stride.type, r)))
+            return Ramp(base, b.mul(v.stride, ir.Constant(v.stride.type, k)), lanes // k)
+        if isinstance(v, Interleave) and v.lanes == lanes and len(v.parts) == k:
+            return v.parts[r]
+        if isinstance(v, (Ramp, Interleave)):
+            v = self.val(st, v)
+        if isinstance(v, ir.Value) and isinstance(v.type, ir.VectorType) and v.type.count == lanes:
+            return b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(I32T, lanes // k), list(range(r, lanes, k))))
         return v
 
     def unify(self, st: _Fn, x, y):
@@ -1013,6 +1121,13 @@ class CodeGenLLVM:
         g.linkage = "internal"
         g.initializer = ir.Constant(ir.ArrayType(I8T, len(data)), data)
         return g
+
+
+def _lane0(v):
+    """The first lane of a symbolic vector index (v itself for anything else)."""
+    while isinstance(v, (Ramp, Interleave)):
+        v = v.base if isinstance(v, Ramp) else v.parts[0]
+    return v
 
 
 def _const_int(e: Expr) -> int | None:

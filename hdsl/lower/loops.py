@@ -602,16 +602,31 @@ class LoopBuilder:
             return None
         d = moving[0]
         lo, hi = region[d]
-        if monotonic(lo, y) not in (0, 1):
-            return None          # not provably moving forward: compute the whole region each time
+
+        def previous(e):
+            return substitute(e, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
         # Each iteration computes [max(lo, previous hi + 1), hi]. With lo never going down,
         # that is every row needed: rows up to the previous hi were computed before (and
         # if hi ever went down, the rows above it are recomputed, not skipped). The storage
         # holds rows up to the largest hi so far, so it is folded only where hi provably
         # never goes down (then the window hi - lo + 1 is what it holds at once).
         forward = monotonic(hi, y) in (0, 1)
-        prev = substitute(hi, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
+        prev = previous(hi)
         first = BinOp("<=", V(y), loop.min, BOOL)
+        if monotonic(lo, y) not in (0, 1):
+            # lo not provably moving forward (camera_pipe's planes: their consumers' windows
+            # end at a round_up tile's last row, `S + 2 * ((M - S + 2) / 2) - 1` over the tone
+            # curve's slid start S, which parity keeps moving forward but no rule shows):
+            # slide where lo did not go down since the previous iteration, checked at run
+            # time, and compute the whole region where it did. Sound without folding (the
+            # storage keeps every row computed): by induction every row of [lo, hi] is
+            # valid after each iteration, and with lo(y) >= lo(y - 1) the rows up to the
+            # previous hi lie in the previous iteration's region. Never folded.
+            back = BinOp("<", lo, previous(lo), BOOL)
+            region[d][0] = simplify(Select(BinOp("||", first, back, BOOL), lo,
+                                           simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
+            self.slid_window = None
+            return (d, None)
         region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
         window = simplify(add(sub(hi, lo), I(1)))
         self.slid_window = window if forward else None

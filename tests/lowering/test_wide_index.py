@@ -89,7 +89,7 @@ def test_the_histogram_update_is_addressed_in_64_bits():
 
 def test_dense_vector_accesses_are_addressed_in_64_bits():
     """Dense vector loads and stores address their first lane in 64 bits too
-    (CodeGenLLVM.wide_ramp_base): the lane var's ramp and the lets bound to it (`g.s0.x =
+    (CodeGenLLVM.wide_ramp): the lane var's ramp and the lets bound to it (`g.s0.x =
     g.s0.x.min + x_o * 8 + x_i`) are taken at their first lane, so LLVM steps pointers through
     the loop instead of adding and sign-extending an i32 offset per access (interpolate's
     levels: a third of each vector's instructions, and the spills they caused). The values at the ends of the i32
