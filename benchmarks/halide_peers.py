@@ -70,8 +70,10 @@ def autoschedule(name: str, out, out_extents, image_params, params=()) -> None:
     for prm, value in params:
         prm.set_estimate(value)
     threads = os.environ.get("HL_NUM_THREADS", "2")
-    hl.Pipeline(out).apply_autoscheduler(hl.get_jit_target_from_environment(),
-                                         hl.AutoschedulerParams(name, {"parallelism": threads}))
+    res = hl.Pipeline(out).apply_autoscheduler(hl.get_jit_target_from_environment(),
+                                               hl.AutoschedulerParams(name, {"parallelism": threads}))
+    if os.environ.get("HDSL_SHOW_HALIDE_SCHEDULE"):     # what it chose, as Halide C++ schedule source
+        print(f"---- Halide {name} schedule of {out.name()}\n{res.schedule_source}", flush=True)
 
 
 def blur(img: np.ndarray, auto: str | None = None) -> Peer:
