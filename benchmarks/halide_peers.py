@@ -70,8 +70,10 @@ def autoschedule(name: str, out, out_extents, image_params, params=()) -> None:
     for prm, value in params:
         prm.set_estimate(value)
     threads = os.environ.get("HL_NUM_THREADS", "2")
-    hl.Pipeline(out).apply_autoscheduler(hl.get_jit_target_from_environment(),
-                                         hl.AutoschedulerParams(name, {"parallelism": threads}))
+    res = hl.Pipeline(out).apply_autoscheduler(hl.get_jit_target_from_environment(),
+                                               hl.AutoschedulerParams(name, {"parallelism": threads}))
+    if os.environ.get("HDSL_SHOW_HALIDE_SCHEDULE"):     # what it chose, as Halide C++ schedule source
+        print(f"---- Halide {name} schedule of {out.name()}\n{res.schedule_source}", flush=True)
 
 
 def blur(img: np.ndarray, auto: str | None = None) -> Peer:
@@ -487,7 +489,19 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
             f.compute_root()
     keep = [np.array(raw, order="C"), np.array(m3200, dtype=np.float32, order="C"),
             np.array(m7000, dtype=np.float32, order="C")]
-    inp.set(hl.Buffer(keep[0]))
+    if auto:
+        # Adams2019's schedule over-computes tiles past the output's top edge and reads raw
+        # there (at y = -6: the app reads raw with no boundary condition, line 412); the
+        # app's own input (process.cpp) is a whole sensor image, so its reads land on
+        # pixels. Here raw gets a margin of edge pixels outside [0, w) x [0, h), which
+        # only tiles' discarded points read.
+        pad = 32
+        keep[0] = np.pad(keep[0], pad, mode="edge")
+        raw_buf = hl.Buffer(keep[0])
+        raw_buf.set_min([-pad, -pad])
+        inp.set(raw_buf)
+    else:
+        inp.set(hl.Buffer(keep[0]))
     mat32.set(hl.Buffer(keep[1]))
     mat70.set(hl.Buffer(keep[2]))
     return Peer(sharpened, hl.Buffer(hl.UInt(8), [w, h, 3]), keep, lambda a: a.transpose(1, 2, 0), strict, target)

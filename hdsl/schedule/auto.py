@@ -18,8 +18,8 @@ reductions), with what measuring the examples taught (benchmarks/RESULTS.md):
   (`compute_at`): the tile's footprint stays in cache (the 2012 paper's tiled blur);
 - a producer read at computed coordinates (a look-up table, a histogram) or through
   resampling (pyramids) is computed at the root;
-- the vector width is the target's vector register over the widest type the stage
-  computes in; dims estimated at most SMALL wide (colour channels) are neither
+- the vector width is two of the target's vector registers over the widest type the
+  stage computes in; dims estimated at most SMALL wide (colour channels) are neither
   tiled nor vectorized, and an output's are innermost (its interleaved layout).
 
 The result is ordinary schedule text, recorded with every check a block written in
@@ -47,6 +47,11 @@ INLINE_BUDGET = 80         # operations per point that recomputing an inlined Fu
 RESAMPLED_AT = True        # compute a resampled producer (x / 2) per tile of its consumer (not a
                            # pyramid level that reads a coarser computed level itself)
 TILE_Y = 32
+TILE_VECS = 16             # a tile's width in vectors (of vector_width lanes)
+VECTORS = 2                # registers per vectorized loop iteration (two: the loads of one overlap the
+                           # arithmetic of the other; unsharp 0.54-0.59x, camera_pipe 0.82x,
+                           # interpolate 0.90x, local_laplacian 0.90x, blur and bilateral_grid 1.00x of
+                           # the time with one, interleaved at full size, load 5-18)
 TASK_POINTS = 4096         # points per parallel task of an untiled stage: small tasks balance the
                            # two cores when other processes take turns on them (interpolate with
                            # rows of 16K points: 1.31x of the hand-written schedule's time, with
@@ -78,7 +83,8 @@ class _Stage:
 
 
 def vector_width(f: Func, target: str) -> int:
-    """Lanes: the target's vector register over the widest type f's pure definition computes in."""
+    """Lanes: VECTORS of the target's vector registers over the widest type f's pure definition
+    computes in."""
     bits, seen = 8, set()
     todo = list(f.values or [])
     while todo:               # (not the index arithmetic of the loads: that is i32 whatever the data)
@@ -91,7 +97,7 @@ def vector_width(f: Func, target: str) -> int:
             bits = max(bits, t.bits)
         if not isinstance(n, (FuncCall, InputCall)):
             todo += list(n.children())
-    return max(4, VECTOR_BYTES.get(target, 32) * 8 // bits)
+    return max(4, VECTORS * VECTOR_BYTES.get(target, 32) * 8 // bits)
 
 
 def output_estimates(p: Pipeline) -> dict[int, list[tuple[int, int]]]:
@@ -414,7 +420,7 @@ def _loops(s: _Stage, p: Pipeline, target: str, tiled: bool) -> list[str]:
     parallel, the innermost large dim vectorized."""
     vec = vector_width(s.f, target)
     large = _large_dims(s)
-    tile = (max(16 * vec, 64), TILE_Y) if tiled else None
+    tile = (max(TILE_VECS * vec, 64), TILE_Y) if tiled else None
     par = None
     if s.choice != "at" and len(large) >= 2 and _points(s) >= 64 * 64:
         rows = _points(s) / s.extent(large[-1])

@@ -146,6 +146,52 @@ class Space:
             out[s.name] = self.gene(s, where, at)
         return out
 
+    def repair(self, genome: Genome) -> Genome:
+        """A genome whose compute_at sites exist: a Func computed at a loop of a consumer
+        that the genome inlines, or also read by a stage outside that consumer's loops, is
+        computed at the root instead (keeping its loop shapes). Crossover and mutation make
+        such genomes (6 of 21 candidates of a bilateral_grid search), which the compiler
+        refuses."""
+        out = dict(genome)
+        by_id = {id(s.f): s for s in self.stages.values()}
+
+        def site(s: _Stage):
+            """('inline' | 'root' | 'output', None) or ('at', consumer's name)."""
+            if s.choice == "output":
+                return "output", None
+            if s.name is None or s.choice == "default" or s.name not in out:
+                return ("root" if s.f.updates else "inline"), None
+            m = re.search(r"compute_at\(([\w.\[\]]+), ", " ".join(out[s.name]))
+            return ("at", m.group(1)) if m else (_where(out[s.name]), None)
+
+        def users(s: _Stage) -> list[_Stage]:
+            got, todo, seen = [], list(s.consumers), set()
+            while todo:
+                g = by_id[id(todo.pop())]
+                if id(g.f) in seen:
+                    continue
+                seen.add(id(g.f))
+                if site(g)[0] == "inline":
+                    todo += g.consumers
+                else:
+                    got.append(g)
+            return got
+
+        changed = True
+        while changed:
+            changed = False
+            for s in self.order:
+                kind, at = site(s)
+                if kind != "at":
+                    continue
+                host = next((g for g in self.order if g.name == at), None)
+                ok = host is not None and site(host)[0] != "inline" and \
+                    all(u is host or site(u) == ("at", at) for u in users(s))
+                if not ok:
+                    out[s.name] = [re.sub(r"compute_at\([^)]*\)", "compute_root()", line) for line in out[s.name]]
+                    changed = True
+        return out
+
     def crossover(self, a: Genome, b: Genome) -> Genome:
         """Two-point crossover over the Funcs in pipeline order."""
         names = [s.name for s in self.order]
@@ -177,6 +223,7 @@ def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs
         name = re.match(r"(?:#[^\n]*\n)*schedule (\w+)", block).group(1)
         api = Api(ir)
         c = api.compile(target, schedule=name)
+        conn.send(("compiled", None))     # the run's own time limit starts now
         got = c.realize(sizes, **inputs, **params)
         got = got if isinstance(got, tuple) else (got,)
         for g, e in zip(got, expected):
@@ -196,20 +243,35 @@ def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs
 
 
 def measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s,
-            target: str = "host") -> tuple[str, object]:
+            target: str = "host", run_limit_s: float | None = None) -> tuple[str, object]:
+    """Compile, check and time one candidate in a worker process: ("ok", median ms), or
+    (why, message) with why one of refused, wrong, crashed, timeout (compiling and running
+    took longer than limit_s) and slow (running, after it compiled, took longer than
+    run_limit_s: no better than the best found by far)."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, source, filename, block, inputs, params, sizes, expected,
                                              runs, target))
+    start = time.monotonic()
     proc.start()
     child.close()
-    if parent.poll(limit_s):
-        try:
-            out = parent.recv()
-        except EOFError:
-            out = ("crashed", "the worker died")
-    else:
-        out = ("timeout", f"took longer than {limit_s:g} s")
+
+    def receive(wait, late):
+        if parent.poll(max(0.0, wait)):
+            try:
+                return parent.recv()
+            except EOFError:
+                return ("crashed", "the worker died")
+        return late
+
+    out = receive(limit_s, ("timeout", f"took longer than {limit_s:g} s"))
+    if out[0] == "compiled":
+        left = limit_s - (time.monotonic() - start)
+        if run_limit_s is not None and run_limit_s < left:
+            out = receive(run_limit_s, ("slow", f"ran longer than {run_limit_s:.1f} s, "
+                                                f"{SLOWER:g}x the best candidate's runs"))
+        else:
+            out = receive(left, ("timeout", f"took longer than {limit_s:g} s"))
     if proc.is_alive():
         proc.kill()
     proc.join()
@@ -219,6 +281,9 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
 
 
 # ---- the search ----------------------------------------------------------------------------------
+
+SLOWER = 8.0        # a candidate whose runs take this many times the best's is stopped once compiled
+MIN_RUN_S = 5.0     # (but never before it has run this long; the seeds have no run limit)
 
 def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expected, *, trials: int = 40,
          minutes: float | None = None, population: int = 8, elite: int = 2, seed: int = 0, runs: int = 5,
@@ -242,7 +307,14 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         if text in seen:
             return seen[text]
         block = block_text(text, "hdsl_tune_candidate")
-        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s, target)
+        best_ms = min((r.time_ms for r in history), default=math.inf)
+        # the check's run and the timed runs, at SLOWER times the best's pace: a random
+        # schedule can be 1000x slower (bilateral_grid's histogram recomputed per point ran
+        # past 120 s, a fifth of a 10-minute search)
+        run_limit = None if best_ms == math.inf or origin in seed_names else \
+            max(MIN_RUN_S, SLOWER * best_ms / 1e3 * (runs + 1))
+        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s, target,
+                                run_limit)
         r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
                    origin)
         seen[text] = r
@@ -263,13 +335,14 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
                           split_by_func(p, schedule_text(p, sched))))
         except HdslError:
             continue
+    seed_names = {origin for origin, _ in seeds}
     pop: list[Result] = []
     for origin, g in seeds:
         if budget_left():
             pop.append(evaluate(g, origin))
     while budget_left() and len(pop) < population:
         origin = "reasonable" if rng.random() < 0.7 else "random"
-        pop.append(evaluate(space.reasonable() if origin == "reasonable" else space.random(), origin))
+        pop.append(evaluate(space.repair(space.reasonable() if origin == "reasonable" else space.random()), origin))
     while budget_left():
         pop.sort(key=lambda r: r.time_ms)
         nxt = pop[:elite]
@@ -286,7 +359,7 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
                 g, origin = space.reasonable(), "reasonable"
             else:
                 g, origin = space.random(), "random"
-            nxt.append(evaluate(g, origin))
+            nxt.append(evaluate(space.repair(g), origin))
         pop = nxt
     best = min(history, key=lambda r: r.time_ms) if history else None
     return best, history

@@ -12,7 +12,8 @@ import pytest
 
 import hdsl
 from hdsl.cli import main
-from hdsl.schedule.auto import block_text
+from hdsl.frontend.elaborate import check_source
+from hdsl.schedule.auto import auto_genes, block_text
 from hdsl.schedule.tune import Space, genome_text, measure, split_by_func, tune, write_block
 
 from .auto_inputs import EX
@@ -121,3 +122,50 @@ def test_without_the_files_schedules_the_search_starts_from_auto_alone(tmp_path)
     text = block_text(genome_text(p.ir, best.genome), "tuned")
     q = hdsl.loads(path.read_text() + "\n" + text, str(path))
     assert np.array_equal(q.compile("host", schedule="tuned")(**inputs), expected[0])
+
+
+def test_a_candidate_slower_than_its_run_limit_is_stopped_once_compiled(tmp_path):
+    """The run limit (SLOWER times the best's pace) counts from the end of compiling: a
+    candidate that compiled but runs past it is 'slow', not a timeout of the whole budget."""
+    path = _blur(tmp_path)
+    p = hdsl.load(path)
+    inputs = _inputs(2, 1024, 1024)
+    expected = (p.compile("host")(**inputs),)
+    src = path.read_text()
+    status, why = measure(src, str(path), block_text("out.compute_root()", "serial"), inputs, {}, [1024, 1024],
+                          expected, 3, 120, run_limit_s=1e-6)
+    assert status == "slow" and "the best candidate's" in why
+    status, ms = measure(src, str(path), block_text("out.compute_root()", "serial"), inputs, {}, [1024, 1024],
+                         expected, 3, 120, run_limit_s=60)
+    assert status == "ok" and ms > 0
+
+
+def test_repair_moves_a_compute_at_without_a_site_to_the_root():
+    """bilateral_grid's automatic genome with blury inlined: blurx, computed at blury's x,
+    has no loop to be computed in; and blurz (at blury's x) with blurx at the root is read
+    outside blury's loops. The compiler refuses both; repair computes them at the root."""
+    p = hdsl.load(EX / "bilateral_grid.hl")
+    space = Space(p.ir, "host", random.Random(0))
+    genome = {n: list(v) for n, v in auto_genes(p.ir).items()}
+    assert genome["blurx"][0].startswith("blurx.compute_at(blury, x)")
+    assert genome["blurz"][0].startswith("blurz.compute_at(blury, x)")
+    genome["blury"] = ["blury.compute_inline()"]
+    fixed = space.repair(genome)
+    assert fixed["blurx"][0].startswith("blurx.compute_root()")
+    assert fixed["blurz"][0].startswith("blurz.compute_root()")
+    assert fixed["blury"] == genome["blury"] and fixed["histogram"] == genome["histogram"]
+    # the other refusal: blurz at blury's x while blurx (its reader) is at the root
+    genome = {n: list(v) for n, v in auto_genes(p.ir).items()}
+    genome["blurx"] = [genome["blurx"][0].replace("compute_at(blury, x)", "compute_root()")]
+    fixed = space.repair(genome)
+    assert fixed["blurz"][0].startswith("blurz.compute_root()") and fixed["blurx"] == genome["blurx"]
+    # a genome whose sites exist is left as it is
+    assert space.repair(auto_genes(p.ir)) == auto_genes(p.ir)
+    for g, ok in ((genome, False), (fixed, True)):
+        q = hdsl.Pipeline(check_source((EX / "bilateral_grid.hl").read_text() + "\n" +
+                                       block_text(genome_text(p.ir, g), "cand"), str(EX / "bilateral_grid.hl")))
+        if ok:
+            q.compile("host", schedule="cand")
+        else:
+            with pytest.raises(hdsl.HdslError, match="outside the loops it is computed in"):
+                q.compile("host", schedule="cand")
