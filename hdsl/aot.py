@@ -145,7 +145,7 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
     with no_collection():
         low = lower(p, schedule, base_target)
         impl = f"{name}__impl"
-        module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_")
+        module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_", cpu=base_target)
         llvm_ir = str(module)
         # outputs with split pure dims: a second function with the last tiles shifted inwards
         # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
@@ -154,7 +154,7 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         if shift_requirements(p, schedule, base_target):
             low_s = lower(p, schedule, base_target, shift_outputs=True)
             shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule, base_target))
-            module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_")
+            module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_", cpu=base_target)
             llvm_ir_shifted = str(module_shifted)
     written: dict[str, Path] = {}
 

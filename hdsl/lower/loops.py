@@ -621,27 +621,35 @@ class LoopBuilder:
             # time, and compute the whole region where it did. Sound without folding (the
             # storage keeps every row computed): by induction every row of [lo, hi] is
             # valid after each iteration, and with lo(y) >= lo(y - 1) the rows up to the
-            # previous hi lie in the previous iteration's region. Never folded.
+            # previous hi lie in the previous iteration's region. Never folded automatically;
+            # fold_storage(v, n) folds it (fold_check: the window, checked, is all it needs).
             back = BinOp("<", lo, previous(lo), BOOL)
             region[d][0] = simplify(Select(BinOp("||", first, back, BOOL), lo,
                                            simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
-            self.slid_window = None
+            self.slid_window = simplify(add(sub(hi, lo), I(1)))
             return (d, None)
         region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
         window = simplify(add(sub(hi, lo), I(1)))
-        self.slid_window = window if forward else None
+        self.slid_window = window
+        # (the automatic fold keeps to windows of constant height whose end provably moves
+        # forward too; fold_storage(v, n) needs neither, see fold_check)
         return (d, window) if isinstance(window, Const) and forward else (d, None)
 
     def fold_check(self, f: Func, dim: int) -> Stmt:
         """fold_storage(v, n): the rows of f's window (what its consumers read in one iteration
         of the sliding loop; f computes no row outside it) must fit in n slices. A constant
-        window is checked here, any other at run time (an assertion, ERR_FOLD_TOO_SMALL)."""
+        window is checked here, any other at run time (an assertion, ERR_FOLD_TOO_SMALL).
+
+        That is all folding needs, once the window's start lo never moves back in an
+        iteration that slides (proved, or checked at run time: see slide), whether or not its
+        end hi moves forward. Induction on the iterations: after iteration y every row of
+        [lo(y), hi(y)] holds its value in its slice (row mod n). Iteration y writes rows
+        [s, hi(y)] with s >= lo(y), in any order; two rows of one slice lie n or more apart,
+        which the window hi - lo + 1 <= n rules out within [lo(y), hi(y)], so each row written
+        holds its value after the iteration, and every row of [lo(y), s - 1] (s > lo(y) only
+        where the iteration slid: rows up to hi(y - 1), at or above lo(y - 1)) held it before
+        and shares its slice with no row written."""
         want, n, d = self.fold_checks[id(f)]
-        if self.slid_window is None:
-            raise HdslError(f"fold_storage({f.args[want]}, {n}): the region of '{f.name}' along {f.args[want]} "
-                            "is not provably moving forward with the loop it slides in, so the rows it holds at "
-                            "once cannot be bounded", d.span,
-                            "drop fold_storage (its storage then holds the whole region of the store level)")
         if want != dim:
             raise HdslError(f"fold_storage({f.args[want]}, {n}): the storage of '{f.name}' slides along "
                             f"{f.args[dim]}, not {f.args[want]}", d.span, f"fold_storage({f.args[dim]}, n)")

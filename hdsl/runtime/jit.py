@@ -239,6 +239,17 @@ TARGET_FEATURES = {
 }
 
 
+def cpu_features(target: str) -> tuple[str, str]:
+    """LLVM's CPU name and feature string for a target's CPU variant ("host", "x86-64-avx2", ...)."""
+    from llvmlite import binding as llvm
+    _init_llvm()
+    if target == "host":
+        return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    if target in TARGET_FEATURES:
+        return TARGET_FEATURES[target]
+    raise HdslError(f"unknown target '{target}'", None, "targets: host, x86-64-avx2, x86-64-avx512, interp")
+
+
 def target_machine(target: str, reloc: str = "pic"):
     """LLVM's target machine for `target`. Code for the JIT is compiled with static relocations
     (reloc="static"): the JIT's linker writes every address into the code, which is what lets
@@ -248,12 +259,7 @@ def target_machine(target: str, reloc: str = "pic"):
     from llvmlite import binding as llvm
     _init_llvm()
     t = llvm.Target.from_default_triple()
-    if target == "host":
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    elif target in TARGET_FEATURES:
-        cpu, features = TARGET_FEATURES[target]
-    else:
-        raise HdslError(f"unknown target '{target}'", None, "targets: host, x86-64-avx2, x86-64-avx512, interp")
+    cpu, features = cpu_features(target)
     return t.create_target_machine(cpu=cpu, features=features, opt=3, reloc=reloc, codemodel="jitdefault")
 
 

@@ -30,7 +30,7 @@ def host_module(p: Pipeline, stmt, name: str, target: Target):
         from hdsl.codegen.device_host import generate as generate_gpu
         return generate_gpu(p, stmt, name, target.fast_math, device=target.device)
     from hdsl.codegen.cpu import generate
-    return generate(p, stmt, name, target.fast_math)
+    return generate(p, stmt, name, target.fast_math, cpu=target.cpu)
 
 
 class _Variant:

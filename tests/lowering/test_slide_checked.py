@@ -77,3 +77,54 @@ def test_the_planes_slide():
     for f in ("p", "g"):
         assert lets[f"{f}.s0.y.min"] != lets[f"{f}.y.req.min"], f
         assert "||" in lets[f"{f}.s0.y.min"] or "max(" in lets[f"{f}.s0.y.min"], f
+
+
+# fold_storage on the checked slides: the planes keep n rows, addressed modulo n (fold_check's
+# induction in hdsl/lower/loops.py: the window, checked at run time, is all the fold needs).
+# Their windows here (the rows each row of a strip reads at once; the most at a strip's first
+# row, where c computes its tile of two rows over y - 1 .. y + 2): g 4 rows, p 6.
+FOLDED = SRC.replace("g.compute_at(out, yi).store_at(out, yo)",
+                     "g.compute_at(out, yi).store_at(out, yo).fold_storage(y, G)") \
+            .replace("p.compute_at(out, yi).store_at(out, yo)",
+                     "p.compute_at(out, yi).store_at(out, yo).fold_storage(y, P)")
+
+
+def folded(g, p):
+    return hdsl.loads(FOLDED.replace("G", str(g)).replace("P", str(p)), "slide2.hl")
+
+
+@pytest.mark.parametrize("h, y0", [(32, 4), (29, 4), (13, 5), (8, 3), (3, 6), (1, 2)])
+@pytest.mark.parametrize("g, p", [(4, 6), (4, 8), (8, 8)])
+def test_folded_checked_slides_give_the_evaluators_values(h, y0, g, p):
+    """Strips of 8 rows: several slid rows per strip, a last partial strip, and outputs of 3
+    and 1 rows, where no row slides; folds exactly the largest window (4 and 6 rows) and
+    larger, against the evaluator and NumPy."""
+    prog = folded(g, p)
+    w = 19
+    img = np.random.RandomState(7 * h + y0).randint(-1000, 1000, (y0 + h + 8, w + 9)).astype(np.int32)
+    got = prog.compile("host", schedule="strips").realize((w, h), min=(0, y0), img=img)
+    assert np.array_equal(got, _numpy(img, 0, y0, w, h))
+    assert np.array_equal(got, prog.realize((w, h), min=(0, y0), img=img))
+
+
+def test_the_folded_planes_slide_and_wrap():
+    """Both planes are addressed modulo their factor and still slide: p behind the run-time
+    check, g (whose start the rules do show moving forward here) without it."""
+    stmt = compiled_form(folded(4, 8).ir, "stmt", schedule="strips")
+    assert "% 4 * g.stride.1" in stmt and "% 8 * p.stride.1" in stmt
+    lets = dict(line.strip()[4:].split(" = ", 1) for line in stmt.splitlines()
+                if line.strip().startswith("let ") and " = " in line)
+    assert "||" in lets["p.s0.y.min"]
+    assert "||" not in lets["g.s0.y.min"] and "max(" in lets["g.s0.y.min"]
+
+
+def test_a_fold_under_the_checked_window_is_a_run_time_error():
+    """p holds 6 rows at once at a strip's first row: fold_storage(y, 4) would overwrite a row
+    still to be read, so the call fails naming the directive instead of returning values."""
+    prog = folded(4, 4)
+    img = np.zeros((40, 30), np.int32)
+    with pytest.raises(hdsl.HdslError) as e:
+        prog.compile("host", schedule="strips").realize((19, 16), min=(0, 4), img=img)
+    msg = str(e.value)
+    assert "fold_storage(y, 4) is too small: 'p' holds 6 slices along y at once" in msg
+    assert "slide2.hl:" in msg and "^" in msg
