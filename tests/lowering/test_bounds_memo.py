@@ -81,3 +81,38 @@ def test_an_expression_bounded_over_two_ranges_gets_each_range():
     let7 = symbolic._eliminate(box(), "v", None, exact=c(7))
     assert (value(let3.lo[0]), value(let7.hi[0])) == (4, 8)
     clear_interned()
+
+
+FOLDED = """
+pipeline fold
+input img: i32[2]
+output g: i32[2]
+algorithm {
+    f(x, y) = img(x, y) * 3 + 1
+    h(x, y) = f(x, y) * 2
+    g(x, y) = f(x, y) + f(x, y + 1) + h(x, y + 2) + h(x, y)
+}
+schedule {
+    g.split(y, yo, yi, 16).parallel(yo)
+    f.store_at(g, yo).compute_at(g, yi).fold_storage(y, 4)
+    h.reorder_storage(y, x).compute_at(g, yo)
+}
+"""
+
+
+def test_flattening_with_one_memo_gives_each_access_its_own_layout(monkeypatch):
+    """lower/flatten.py shares one substitution memo across the loop nest: the same loop
+    nest as flattening each expression afresh, for a folded Func and a Func stored y first
+    (whose calls are addressed unlike the default layout)."""
+    from hdsl.lower import flatten
+    texts = {}
+    for src, name, schedule in ((FOLDED, "fold.hl", None), (PYRAMID, "pyr.hl", "s")):
+        p = hdsl.loads(src, name)
+        monkeypatch.undo()
+        shared = stmt_str(lower(p.ir, schedule, shift_outputs=True).stmt)
+        monkeypatch.setattr(flatten._Flattener, "expr",
+                            lambda self, e: flatten.substitute(e, self._visit, {}))
+        fresh = stmt_str(lower(p.ir, schedule, shift_outputs=True).stmt)
+        assert shared == fresh
+        texts[name] = shared
+    assert "% 4" in texts["fold.hl"]            # (the folded layout is the one exercised)
