@@ -116,3 +116,18 @@ def test_flattening_with_one_memo_gives_each_access_its_own_layout(monkeypatch):
         assert shared == fresh
         texts[name] = shared
     assert "% 4" in texts["fold.hl"]            # (the folded layout is the one exercised)
+
+
+def test_partition_substitution_table_keys_on_the_value():
+    """lower/partition.py's _subst_var keeps its results for the lowering: the same
+    expression with the same let name but another value is substituted afresh."""
+    from hdsl.ir.expr import BinOp, Const, Var, clear_interned, intern
+    from hdsl.ir.types import I32
+    from hdsl.lower.partition import _subst_var
+    clear_interned()
+    e = intern(BinOp("*", Var("t", I32), Var("u", I32), I32))
+    two, three = intern(Const(I32, 2)), intern(Const(I32, 3))
+    assert str(_subst_var(e, "t", two)) == str(BinOp("*", two, Var("u", I32), I32))
+    assert str(_subst_var(e, "t", three)) == str(BinOp("*", three, Var("u", I32), I32))
+    assert str(_subst_var(e, "u", two)) == str(BinOp("*", Var("t", I32), two, I32))
+    clear_interned()
