@@ -138,7 +138,7 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
     from hdsl.codegen.modules import split_module
     from hdsl.ir.printer import stmt_str
     from hdsl.lower.lower import lower
-    from hdsl.runtime.jit import compile_jobs, emit_objects, optimize, target_machine
+    from hdsl.runtime.jit import compile_jobs, emit_objects, machine_code, optimize, target_machine
 
     from hdsl.ir.expr import no_collection
     from hdsl.lower.loops import check_shifted, shift_requirements
@@ -183,7 +183,7 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         mod.verify()
         optimize(mod, tm)
         written["s"] = out / f"{name}.s"
-        written["s"].write_text(tm.emit_assembly(mod))
+        written["s"].write_text(machine_code(tm, mod, assembly=True))
     if not ({"o", "so"} & set(emit)):
         return written
     # the code in parts compiled at once (as the JIT does), linked below by ld

@@ -235,6 +235,7 @@ class _Tables(threading.local):
         self.free: dict[int, frozenset] = {}
         self.called: dict[int, frozenset] = {}
         self.simplified: dict[int, Expr] = {}
+        self.memos: dict[str, dict] = {}    # other passes' caches keyed by canonical nodes (memo_table)
 
 
 _TABLES = _Tables()
@@ -336,6 +337,15 @@ def clear_interned() -> None:
     """Forget this thread's canonical nodes and the caches keyed by them (a compilation
     starts and ends with this; compilations on other threads keep theirs)."""
     _TABLES.__init__()
+
+
+def memo_table(name: str) -> dict:
+    """This thread's cache `name` for a pass's results keyed by ids of canonical nodes (which
+    stay alive, and keep their ids, until clear_interned empties it with the rest)."""
+    t = _TABLES.memos.get(name)
+    if t is None:
+        t = _TABLES.memos[name] = {}
+    return t
 
 
 def simplified_cache() -> dict:

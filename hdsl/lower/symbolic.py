@@ -9,7 +9,8 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 from __future__ import annotations
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
-                          Select, Unary, Var, called, free_vars, intern, subst_vars, substitute, walk)
+                          Select, Unary, Var, called, free_vars, intern, is_canonical, memo_table,
+                          subst_vars, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
 from hdsl.ir.types import BOOL, I32
@@ -409,14 +410,27 @@ def _eliminate(box: "_Box | None", name: str, interval, exact: Expr | None = Non
     # candidates share subexpressions (the same index expression in many dims' lo and hi),
     # bounded or substituted once (the results are the same as one call per candidate)
     scope, mapping, memo = {name: interval}, {name: exact}, {}
+    # and one table for the whole lowering: the boxes of the Funcs a loop nest reads hold the
+    # same candidates, eliminated through the same lets and loops once per Func (the local
+    # Laplacian: 2118 eliminations, 824 distinct). Keyed by canonical nodes only
+    binder = (exact,) if exact is not None else interval
+    shared = memo_table("eliminate") if all(x is None or is_canonical(x) for x in binder) else None
+    binder_key = (name,) + tuple(id(x) for x in binder)
 
     def fix(e: Expr, lower: bool) -> Bound:
         if not _mentions(e, name):
             return e
+        key = (id(e),) + binder_key if shared is not None and is_canonical(e) else None
+        hit = shared.get(key) if key is not None else None
+        if hit is None:
+            out = simplify(subst_vars(e, mapping, memo)) if exact is not None else expr_bounds(e, scope)
+            if key is not None:
+                shared[key] = (e, binder, out)          # (what the ids name, kept alive)
+        else:
+            out = hit[2]
         if exact is not None:
-            return simplify(subst_vars(e, mapping, memo))
-        lo, hi = expr_bounds(e, scope)
-        return lo if lower else hi
+            return out
+        return out[0] if lower else out[1]
     out = _Box(len(box._lo))
     for d in range(len(box._lo)):
         for src, dst, lower in ((box._lo[d], out._lo[d], True), (box._hi[d], out._hi[d], False)):

@@ -279,6 +279,33 @@ def optimize(mod, tm) -> None:
     pm.run(mod, pb)
 
 
+# LLVM's Loop Strength Reduction is left out of CPU code generation (-disable-lsr). It was
+# the costliest pass of all: 0.37 s of the local Laplacian's 1.65 s of LLVM CPU time, 0.45 s
+# with what it leaves for the passes after it (code generation 0.87 -> 0.42 s), on loops
+# whose addresses the code generator already forms as base + 64-bit offset (x86 addressing
+# modes take them whole). Time per run of the four apps without it, interleaved in one
+# process with it, on both targets: the same within the noise of a loaded machine
+# (docs/compiler.md, "Compile time"). cl::opt options are process-wide, so it is set only
+# while hdsl emits code, and put back after.
+CODEGEN_OPTIONS = ("-disable-lsr",)
+_CODEGEN_RESET = ("-disable-lsr=false",)
+
+
+def machine_code(tm, mod, assembly: bool = False):
+    """The optimized module `mod` as an object file (or assembly text) for `tm`, with
+    CODEGEN_OPTIONS in force."""
+    from llvmlite import binding as llvm
+    with _llvm_lock():       # (llvmlite's, reentrant: no other thread emits, or forks, meanwhile)
+        for o in CODEGEN_OPTIONS:
+            llvm.set_option("hdsl", o)
+        try:
+            return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
+        finally:
+            for o in _CODEGEN_RESET:
+                llvm.set_option("hdsl", o)
+
+
+
 OBJECTS_MAGIC = b"HDSLOBJ1"
 
 
@@ -334,7 +361,7 @@ def _emit(texts: list[str], tm) -> list[bytes]:
         mod = llvm.parse_assembly(text)
         mod.verify()
         optimize(mod, tm)
-        out.append(tm.emit_object(mod))
+        out.append(machine_code(tm, mod))
     return out
 
 
@@ -535,4 +562,4 @@ def assembly(llvm_ir: str, target: str) -> str:
     mod = llvm.parse_assembly(llvm_ir)
     mod.verify()
     optimize(mod, tm)
-    return tm.emit_assembly(mod)
+    return machine_code(tm, mod, assembly=True)
