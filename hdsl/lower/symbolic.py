@@ -23,15 +23,17 @@ Bound = Expr | None
 # float range inside +-2^30, never NaN), collected while `float_coordinate_checks()`
 # is active: lower() checks each before anything runs. Outside it such conversions
 # are unbounded, as before (a pass that runs after the checks are written must not
-# rely on a condition nobody checks).
+# rely on a condition nobody checks). lower() turns it on only for a pipeline that
+# cannot be bounded without it.
 _float_checks: list | None = None
 
 
 @contextmanager
-def float_coordinate_checks():
-    """Collect (condition, conversion) pairs for bounds derived through float arithmetic."""
+def float_coordinate_checks(enabled: bool = True):
+    """Collect (condition, conversion) pairs for bounds derived through float arithmetic
+    (enabled=False: none are derived, as outside the context)."""
     global _float_checks
-    old, _float_checks = _float_checks, []
+    old, _float_checks = _float_checks, ([] if enabled else None)
     try:
         yield _float_checks
     finally:

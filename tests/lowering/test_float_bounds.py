@@ -270,3 +270,18 @@ def test_evaluator_interval_admits_nan_of_zero_times_infinity():
         v = int(ev(e, {"p": p}))
         assert lo <= v <= hi
         assert (v == -2 ** 31) == want_nan
+
+
+def test_clamped_bins_get_no_check():
+    """A pipeline whose coordinates are bounded without the float rules is lowered as
+    before, with no run-time check: a clamped bin runs at scale = 0 (its NaN and infinite
+    bins land on the clamp's ends), as the evaluator does."""
+    import hdsl
+    text = SCATTER.replace("hist(i32(clamp(img(r.x, r.y), 0.0f, 1.0f) * 10.0f / scale)) += 1",
+                           "hist(clamp(i32(clamp(img(r.x, r.y), 0.0f, 1.0f) * 10.0f / scale), 0, 40)) += 1")
+    assert text != SCATTER
+    img = np.random.RandomState(5).rand(9, 7).astype(np.float32)
+    p = hdsl.loads(text)
+    got = p.compile("host").realize((41,), img=img, scale=0.0)
+    assert np.array_equal(got, p.realize((41,), img=img, scale=0.0))
+    assert got.sum() == img.size
