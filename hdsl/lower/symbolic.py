@@ -131,7 +131,7 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
             return (None, None)
         if src.is_integral() and not src.is_bool() and _fits(src, t):
             return (lo, hi)
-        if src.is_float() and src.bits >= 32 and not e.saturate and (t == I32 or (t.is_integral() and t.bits <= 16)):
+        if src.is_float() and src.bits >= 32 and not e.saturate and t == I32:
             return _float_to_int(e, lo, hi, scope)
         return _type_bounds(t)
     if isinstance(e, Unary):
@@ -653,10 +653,12 @@ _MARGIN = 2.0 ** -16
 
 
 def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bound]:
-    """Bounds of an integer conversion of a float (truncation toward zero, NaN and
-    out-of-range values giving the type's minimum)."""
+    """Bounds of i32(float) (truncation toward zero, NaN and out-of-range values giving
+    i32's minimum). (Narrower conversions keep their type's range: always bounded, they
+    never need these rules.)"""
     t = e.type
-    if lo is None or hi is None:
+    if lo is None or hi is None or _float_checks is None:
+        # (outside float_coordinate_checks, as before these rules: unbounded)
         return _type_bounds(t)
     ft = e.value.type
     m = _fconst(ft, _MARGIN)
@@ -665,10 +667,7 @@ def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bo
         mag = Intrinsic("abs", (v,), ft)
         return simplify(BinOp("+" if sign > 0 else "-", v, BinOp("*", mag, m, ft), ft))
     lo_w, hi_w = widen(lo, -1), widen(hi, 1)
-    if t == I32:
-        lim_lo, lim_hi = -FLOAT_COORDINATE_LIMIT, FLOAT_COORDINATE_LIMIT
-    else:
-        lim_lo, lim_hi = int(t.min_value()), int(t.max_value())
+    lim_lo, lim_hi = -FLOAT_COORDINATE_LIMIT, FLOAT_COORDINATE_LIMIT
     # (NaN fails both comparisons; lo_w <= hi_w whenever the claim holds)
     ok = simplify(BinOp("&&", BinOp(">=", lo_w, _fconst(ft, float(lim_lo)), BOOL),
                         BinOp("<=", hi_w, _fconst(ft, float(lim_hi)), BOOL), BOOL))
@@ -677,12 +676,7 @@ def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bo
         if ok.value:
             return (blo, bhi)
         return _type_bounds(t)
-    if t != I32:
-        # narrow types: the whole type's range where the check fails (no run-time check)
-        tlo, thi = _type_bounds(t)
-        return (simplify(Select(ok, blo, tlo, I32)), simplify(Select(ok, bhi, thi, I32)))
-    if _float_checks is None or any(isinstance(n, (Var, RVar, FuncCall, InputCall)) or type(n).__name__ == "Load"
-                                    for n in walk(ok)):
+    if any(isinstance(n, (Var, RVar, FuncCall, InputCall)) or type(n).__name__ == "Load" for n in walk(ok)):
         # (only a condition on params and buffer sizes can be checked before the pipeline runs)
         return _type_bounds(t)
     _float_checks.append((ok, e))

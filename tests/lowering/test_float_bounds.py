@@ -8,7 +8,7 @@ i32(NaN) = the type's minimum, IEEE f32 rounding).
 The claims checked: a float expression's bounds, when both evaluate to finite numbers, hold
 every value, and no value is NaN; an i32 conversion's bounds hold every converted value
 whenever the run-time conditions it registers (those lower() checks before a pipeline runs)
-are true; narrow conversions need no condition."""
+are true."""
 from __future__ import annotations
 
 import math
@@ -18,7 +18,7 @@ import pytest
 
 from hdsl.interp.scalar import binop_values, cast_values, intrinsic_values, unary_values
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var
-from hdsl.ir.types import BOOL, F32, F64, I16, I32
+from hdsl.ir.types import BOOL, F32, F64, I32
 from hdsl.lower.symbolic import expr_bounds, float_coordinate_checks
 
 P, Q = Param("p", F32), Param("q", F32)
@@ -163,13 +163,6 @@ def test_bilateral_bin_bounds_are_tight_and_refuse_bad_r_sigma():
         assert (int(ev(lo, env)), int(ev(hi, env))) == want
     for p in (0.0, -0.0, math.nan, 1e-12):
         assert not all(bool(ev(ok, samples(p, 0.0))) for ok, _ in conds), p
-
-
-def test_narrow_conversion_needs_no_check():
-    """i16(e): where the float range may leave i16's, the bounds are i16's whole range."""
-    e = CASES["int_to_float_times_param"]
-    held, refused, conds = check_int(e, I16)
-    assert conds == [] and refused == 0 and held == len(PARAM_SAMPLES) * 3
 
 
 def test_without_the_collector_a_conversion_stays_unbounded():
