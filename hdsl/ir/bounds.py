@@ -243,14 +243,17 @@ def _float_binop(op, a, b):
                     out.append(f(x, y))
                 except (ZeroDivisionError, OverflowError):
                     return (-INF, INF)
-        out = [v for v in out if not math.isnan(v)]
-        return (min(out), max(out)) if out else (-INF, INF)
+        if any(math.isnan(v) for v in out):
+            # (0 * inf, inf / inf: the value may be NaN, which only an unbounded interval
+            # admits - a conversion to an integer then spans its type, as i32(NaN) may)
+            return (-INF, INF)
+        return (min(out), max(out))
     if op == "+":
         return (a[0] + b[0], a[1] + b[1])
     if op == "-":
         return (a[0] - b[1], a[1] - b[0])
     if op == "*":
-        return corners(lambda x, y: 0.0 if x == 0 or y == 0 else x * y)
+        return corners(lambda x, y: x * y)
     if op == "/":
         if b[0] > 0 or b[1] < 0:
             return corners(lambda x, y: x / y)

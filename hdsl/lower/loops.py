@@ -30,6 +30,7 @@ ERR_OUT_OF_MEMORY = 4
 ERR_BAD_BUFFER = 5
 ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
 ERR_FOLD_TOO_SMALL = 10         # a fold_storage factor under the rows a sliding window holds
+ERR_FLOAT_COORDINATE = 11       # a coordinate computed through floats may be NaN or beyond +-2^30
 
 
 def V(name: str) -> Var:

@@ -19,10 +19,10 @@ from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
 from hdsl.lower.hoist import hoist_invariants
-from hdsl.lower.loops import (ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, compute_site, fix_extents,
+from hdsl.lower.loops import (ERR_FLOAT_COORDINATE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, compute_site, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
                               loop_names, strip_region_clamps)
-from hdsl.lower.symbolic import box_of
+from hdsl.lower.symbolic import box_of, float_coordinate_checks
 from hdsl.schedule.record import refuse_unsupported
 from hdsl.target import Target, parse_target
 
@@ -300,6 +300,15 @@ def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:
     return block(*checks, stmt)
 
 
+def float_checks(conds: list | None, stmt: Stmt) -> Stmt:
+    """Before anything else: each condition under which a bound found through float
+    arithmetic holds (the value not NaN, within +-2^30; symbolic._float_to_int)."""
+    seen = {}
+    for ok, _ in conds or ():
+        seen.setdefault(id(ok), ok)
+    return block(*(Assert(ok, ERR_FLOAT_COORDINATE, ()) for ok in seen.values()), stmt)
+
+
 def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "host",
           shift_outputs: bool = False) -> Lowered:
     """The loop nest of p under `schedule`. shift_outputs: the outputs' splits shift their
@@ -322,11 +331,25 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
             verify(out, p, flat=(PASSES.index(name) >= PASSES.index("flatten")))
         return out
 
+    def loop_nest(floats: bool, info: dict):
+        # bounds inferred through float arithmetic (a histogram's bin i32(v / r_sigma + 0.5f))
+        # hold under run-time conditions on params, all checked first (float_checks)
+        with float_coordinate_checks(floats) as fchecks:
+            stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
+            stmt = run("check_gpu_loops", check_gpu_loops, stmt, sched)
+            check_uses_in_scope(p, sched, stmt)
+            return run("bounds_checks", lambda p, s: float_checks(fchecks, bounds_checks(p, s)), p, stmt)
+
     info: dict = {}
-    stmt = run("schedule_functions", schedule_functions, p, sched, shift_outputs, info)
-    stmt = run("check_gpu_loops", check_gpu_loops, stmt, sched)
-    check_uses_in_scope(p, sched, stmt)
-    stmt = run("bounds_checks", bounds_checks, p, stmt)
+    try:
+        stmt = loop_nest(False, info)
+    except HdslError as e:
+        # only a pipeline that cannot be bounded otherwise uses the float rules, so that
+        # one whose coordinates are clamped gets no check that could refuse a param value
+        if not any(d.message.startswith("cannot tell") for d in e.diagnostics):
+            raise
+        info = {}
+        stmt = loop_nest(True, info)
     # every region and input check is written: the no-op clamps bounds inference needed on
     # split lets go before flattening and partitioning see them
     stmt = run("strip_region_clamps", strip_region_clamps, stmt, info.get("region_clamps", {}))

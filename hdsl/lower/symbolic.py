@@ -8,14 +8,37 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 """
 from __future__ import annotations
 
+import math
+from contextlib import contextmanager
+
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var, called, free_vars, intern, is_canonical, memo_table,
                           subst_vars, substitute, walk)
 from hdsl.ir.simplify import const_value, simplify
 from hdsl.ir.stmt import Block, Evaluate, For, IfThenElse, LetStmt, Provide, Realize, Stmt
-from hdsl.ir.types import BOOL, I32
+from hdsl.ir.types import BOOL, I32, Type
 
 Bound = Expr | None
+
+# The run-time conditions under which the bounds of float -> i32 conversions hold (a
+# float range inside +-2^30, never NaN), collected while `float_coordinate_checks()`
+# is active: lower() checks each before anything runs. Outside it such conversions
+# are unbounded, as before (a pass that runs after the checks are written must not
+# rely on a condition nobody checks). lower() turns it on only for a pipeline that
+# cannot be bounded without it.
+_float_checks: list | None = None
+
+
+@contextmanager
+def float_coordinate_checks(enabled: bool = True):
+    """Collect (condition, conversion) pairs for bounds derived through float arithmetic
+    (enabled=False: none are derived, as outside the context)."""
+    global _float_checks
+    old, _float_checks = _float_checks, ([] if enabled else None)
+    try:
+        yield _float_checks
+    finally:
+        _float_checks = old
 
 
 def _i(op, a, b):
@@ -79,6 +102,8 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
         # the same value wherever the ranged vars are (`i32(ceil(3.0f * sigma))`, a radius
         # from a param): a single point, kept whole rather than widened to the type's range
         return (e, e)
+    if t.is_float():
+        return _float_bounds(e, scope)
     if isinstance(e, Const):
         if t.is_float() or t.is_bool():
             return (e, e) if not t.is_bool() else (Const(I32, int(e.value)), Const(I32, int(e.value)))
@@ -107,6 +132,8 @@ def _bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
             return (None, None)
         if src.is_integral() and not src.is_bool() and _fits(src, t):
             return (lo, hi)
+        if src.is_float() and src.bits >= 32 and not e.saturate and t == I32:
+            return _float_to_int(e, lo, hi, scope)
         return _type_bounds(t)
     if isinstance(e, Unary):
         if e.op == "-" and t == I32:
@@ -485,3 +512,186 @@ def _walk(s: Stmt, target, dims, scope, reads, writes):
     if isinstance(s, Evaluate):
         return _calls_box(s.value, target, dims, scope) if reads else None
     return None
+
+
+# --- float bounds -------------------------------------------------------------------------
+#
+# A float expression's bounds are (lo, hi) Exprs of its type, either side None when
+# unknown; (None, None) says nothing, not even that the value is a number. A bound side
+# that is present is a claim that holds whenever every present side evaluates to a
+# finite number at run time: then the value is not NaN and lies within the present
+# sides. So any doubt (an operand that may be NaN or infinite, a divisor that may be 0)
+# is written into the bounds as a NaN or an infinity, which the conversion to an integer
+# (the one consumer) checks for. The ops are IEEE operations rounded to nearest, each
+# monotone in each operand over a sign-definite range, so the same operations on the
+# ends of the ranges (the corners, for * and /) bound the result, as Halide's
+# Bounds.cpp bounds them.
+
+def _fconst(t: Type, v: float) -> Const:
+    return Const(t, v)
+
+
+def _ffinite(e: Expr) -> bool:
+    return isinstance(e, Const) and math.isfinite(float(e.value))
+
+
+def _fmin(a: Expr, b: Expr, want_min: bool = True) -> Expr:
+    """min(a, b) (or max) that is NaN when either is (hdsl's min(NaN, 1) is 1)."""
+    if isinstance(a, Const) and isinstance(b, Const) and _ffinite(a) and _ffinite(b):
+        return a if (float(a.value) <= float(b.value)) == want_min else b
+    if a is b:
+        return a
+    pick = BinOp("<" if want_min else ">", a, b, BOOL)
+    nan_a = Intrinsic("is_nan", (a,), BOOL)
+    return simplify(Select(BinOp("||", pick, nan_a, BOOL), a, b, a.type))
+
+
+def _poison(sides: list, inputs: list, t: Type) -> list:
+    """Each present side, NaN unless every present input side is finite (the claim of a
+    result whose sides do not themselves carry an operand's infinity or NaN)."""
+    uniq = {id(s): s for s in inputs if s is not None and not _ffinite(s)}
+    conds = [Intrinsic("is_finite", (s,), BOOL) for s in uniq.values()]
+    if not conds:
+        return sides
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = BinOp("&&", cond, c, BOOL)
+    nan = _fconst(t, math.nan)
+    return [None if s is None else simplify(Select(cond, s, nan, t)) for s in sides]
+
+
+def _f(op: str, a: Expr, b: Expr, t: Type) -> Expr:
+    return simplify(BinOp(op, a, b, t))
+
+
+def _float_bounds(e: Expr, scope: dict) -> tuple[Bound, Bound]:
+    t = e.type
+    if t.bits < 32:
+        return (None, None)            # (f16: rounding through f32 is not modelled)
+    if isinstance(e, Const):
+        return (e, e)
+    if isinstance(e, Var) and e.name in scope:
+        return scope[e.name]
+    if not isinstance(e, (FuncCall, InputCall)) and _fixed(e, scope):
+        # a run-time constant (a param, 1 / r_sigma): a point; a NaN there is NaN in both sides
+        return (e, e)
+    if isinstance(e, Cast):
+        src = e.value.type
+        lo, hi = expr_bounds(e.value, scope)
+        if src.is_float():
+            # widening is exact, narrowing rounds monotonically (an overflow is an infinity)
+            return (None if lo is None else simplify(Cast(t, lo)), None if hi is None else simplify(Cast(t, hi)))
+        if src.is_bool() or not src.is_integral() or (lo is None and hi is None):
+            return (None, None)
+        # an integer is never NaN; its conversion rounds monotonically and is finite
+        return (None if lo is None else simplify(Cast(t, lo)), None if hi is None else simplify(Cast(t, hi)))
+    if isinstance(e, Unary) and e.op == "-":
+        lo, hi = expr_bounds(e.a, scope)
+        return (None if hi is None else simplify(Unary("-", hi, t)), None if lo is None else simplify(Unary("-", lo, t)))
+    if isinstance(e, Select):
+        a, b = expr_bounds(e.t, scope), expr_bounds(e.f, scope)
+        if None in a or None in b:
+            return (None, None)
+        return tuple(_poison([_fmin(a[0], b[0]), _fmin(a[1], b[1], False)], [*a, *b], t))
+    if isinstance(e, Intrinsic) and e.name in ("floor", "ceil", "trunc", "round") and len(e.args) == 1:
+        lo, hi = expr_bounds(e.args[0], scope)
+        return (None if lo is None else simplify(Intrinsic(e.name, (lo,), t)),
+                None if hi is None else simplify(Intrinsic(e.name, (hi,), t)))
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*", "/", "min", "max"):
+        return _float_binop(e, scope)
+    return (None, None)
+
+
+def _float_binop(e: BinOp, scope: dict) -> tuple[Bound, Bound]:
+    t, op = e.type, e.op
+    a, b = expr_bounds(e.a, scope), expr_bounds(e.b, scope)
+    if op in ("+", "-"):
+        # an infinite or NaN end makes the matching result end infinite or NaN: no poison
+        # needed while both ends are kept (inf + -inf is NaN)
+        bl, bh = (b[0], b[1]) if op == "+" else (b[1], b[0])
+        lo = None if a[0] is None or bl is None else _f(op, a[0], bl, t)
+        hi = None if a[1] is None or bh is None else _f(op, a[1], bh, t)
+        if lo is not None and hi is not None:
+            return (lo, hi)
+        return tuple(_poison([lo, hi], [*a, *b], t))
+    if op in ("min", "max"):
+        want_min = op == "min"
+        # hdsl's min(a, b) is a < b ? a : b: a NaN a gives b; a NaN b gives NaN
+        if a == (None, None):
+            if None in b:
+                return (None, None)
+            # the result is b, or an a beyond it on the min's (max's) side
+            side = b[1] if want_min else b[0]
+            out = [None, side] if want_min else [side, None]
+            return tuple(_poison(out, list(b), t))
+        if None in b:
+            return (None, None)
+        # both operands are numbers within their bounds (a's ends may be one-sided)
+        if want_min:
+            lo = None if a[0] is None else _fmin(a[0], b[0])
+            hi = b[1] if a[1] is None else _fmin(a[1], b[1])
+        else:
+            lo = b[0] if a[0] is None else _fmin(a[0], b[0], False)
+            hi = None if a[1] is None else _fmin(a[1], b[1], False)
+        return tuple(_poison([lo, hi], [*a, *b], t))
+    if None in a or None in b:
+        return (None, None)
+    ok = None
+    if op == "/" and b[0] is not b[1]:
+        # the divisor's range must not hold 0 (checked at run time: NaN ends otherwise; a
+        # single divisor needs no check: x / 0 is infinite or NaN at the corners themselves)
+        pos, neg = BinOp(">", b[0], _fconst(t, 0.0), BOOL), BinOp("<", b[1], _fconst(t, 0.0), BOOL)
+        ok = simplify(BinOp("||", pos, neg, BOOL))
+    corners = []
+    for x in dict.fromkeys(a):
+        for y in dict.fromkeys(b):
+            corners.append(_f(op, x, y, t))
+    lo, hi = corners[0], corners[0]
+    for c in corners[1:]:
+        lo, hi = _fmin(lo, c), _fmin(hi, c, False)
+    if ok is not None:
+        nan = _fconst(t, math.nan)
+        lo, hi = simplify(Select(ok, lo, nan, t)), simplify(Select(ok, hi, nan, t))
+    # (no poison needed: an infinite or NaN operand end makes a corner infinite or NaN -
+    # inf * 0 is NaN - and _fmin carries it into lo or hi)
+    return (lo, hi)
+
+
+# conversions beyond 2^30 in magnitude are refused at run time: index arithmetic on the
+# result (z - 2, extents) must not wrap in i32
+FLOAT_COORDINATE_LIMIT = 2 ** 30
+# fast_math contracts a * b + c into one rounding and may take x / y as x * (1 / y): a
+# value can then differ from the bounds, which are computed apart, by a few units in
+# the last place. Each end is widened by 2^-16 of itself, far more than that.
+_MARGIN = 2.0 ** -16
+
+
+def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bound]:
+    """Bounds of i32(float) (truncation toward zero, NaN and out-of-range values giving
+    i32's minimum). (Narrower conversions keep their type's range: always bounded, they
+    never need these rules.)"""
+    t = e.type
+    if lo is None or hi is None or _float_checks is None:
+        # (outside float_coordinate_checks, as before these rules: unbounded)
+        return _type_bounds(t)
+    ft = e.value.type
+    m = _fconst(ft, _MARGIN)
+
+    def widen(v, sign):
+        mag = Intrinsic("abs", (v,), ft)
+        return simplify(BinOp("+" if sign > 0 else "-", v, BinOp("*", mag, m, ft), ft))
+    lo_w, hi_w = widen(lo, -1), widen(hi, 1)
+    lim_lo, lim_hi = -FLOAT_COORDINATE_LIMIT, FLOAT_COORDINATE_LIMIT
+    # (NaN fails both comparisons; lo_w <= hi_w whenever the claim holds)
+    ok = simplify(BinOp("&&", BinOp(">=", lo_w, _fconst(ft, float(lim_lo)), BOOL),
+                        BinOp("<=", hi_w, _fconst(ft, float(lim_hi)), BOOL), BOOL))
+    blo, bhi = simplify(Cast(I32, lo_w)), simplify(Cast(I32, hi_w))
+    if isinstance(ok, Const):
+        if ok.value:
+            return (blo, bhi)
+        return _type_bounds(t)
+    if any(isinstance(n, (Var, RVar, FuncCall, InputCall)) or type(n).__name__ == "Load" for n in walk(ok)):
+        # (only a condition on params and buffer sizes can be checked before the pipeline runs)
+        return _type_bounds(t)
+    _float_checks.append((ok, e))
+    return (blo, bhi)

@@ -10,8 +10,8 @@ import numpy as np
 
 from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
-from hdsl.lower.loops import (ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_FOLD_TOO_SMALL, ERR_INPUT_BOUNDS,
-                              ERR_OUT_OF_MEMORY, ERR_OUTPUT_BOUNDS)
+from hdsl.lower.loops import (ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_FLOAT_COORDINATE, ERR_FOLD_TOO_SMALL,
+                              ERR_INPUT_BOUNDS, ERR_OUT_OF_MEMORY, ERR_OUTPUT_BOUNDS)
 from hdsl.lower.gpu import ERR_BLOCK_THREADS, ERR_SHARED_MEMORY
 from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
@@ -329,6 +329,14 @@ class NativePipeline:
                              "process the image in pieces (a smaller output per call)")
         if code == ERR_FOLD_TOO_SMALL:
             return self.fold_error(info)
+        if code == ERR_FLOAT_COORDINATE:
+            given = ", ".join(f"{k} = {v}" for k, v in (params or {}).items())
+            return HdslError("a coordinate computed through float arithmetic (an i32(...) of a float "
+                             "value) may be NaN, infinite or beyond +-2^30 with these params"
+                             + (f" ({given})" if given else "") + ", so the region it reads or writes "
+                             "has no bound", None,
+                             "give the params values that keep the coordinate finite and small, or "
+                             "clamp the coordinate into a fixed range")
         return HdslError(f"the compiled pipeline failed with error code {code}", None)
 
     def fold_error(self, info) -> HdslError:

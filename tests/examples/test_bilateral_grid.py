@@ -73,3 +73,19 @@ def test_bilateral_grid_runs_from_the_command_line(tmp_path):
     expected = hdsl.load(path).compile("host")(img=img, r_sigma=0.1)
     assert written.shape == img.shape and written.dtype == np.float32
     assert np.array_equal(written, expected)
+
+
+def test_bilateral_grid_negative_r_sigma_is_halides():
+    """With no clamp on the bins (as in Halide's app, line 25) a negative r_sigma puts them at
+    -1 / r_sigma .. 0: compiled == evaluator == Halide's app bit for bit (the example once
+    clamped the bins to 0 .. 1 / r_sigma, which changed these values); r_sigma = 0 or NaN is
+    refused before anything runs (Halide's own bounds are undefined there)."""
+    img = _image(24, 40, seed=2)
+    p = hdsl.load(EX / "bilateral_grid.hl")
+    c = p.compile("host")
+    nat = c(img=img, r_sigma=-0.2)
+    assert np.array_equal(nat, p(img=img, r_sigma=-0.2))
+    assert np.array_equal(nat, halide_output("bilateral_grid", img, -0.2, strict=True, schedule=True))
+    for bad in (0.0, float("nan")):
+        with pytest.raises(hdsl.HdslError, match="computed through float arithmetic"):
+            c(img=img, r_sigma=bad)
