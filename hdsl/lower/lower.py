@@ -5,7 +5,7 @@ import os
 import time
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, walk
+from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, memo_table, walk
 from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
@@ -349,7 +349,14 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
         if not any(d.message.startswith("cannot tell") for d in e.diagnostics):
             raise
         info = {}
-        stmt = loop_nest(True, info)
+        # (bounds inference's table of eliminations holds the first try's results, made
+        # without the float rules: the second try must not reuse them, nor a later lowering
+        # on this thread reuse the second's, which hold only under its run-time checks)
+        memo_table("eliminate").clear()
+        try:
+            stmt = loop_nest(True, info)
+        finally:
+            memo_table("eliminate").clear()
     # every region and input check is written: the no-op clamps bounds inference needed on
     # split lets go before flattening and partitioning see them
     stmt = run("strip_region_clamps", strip_region_clamps, stmt, info.get("region_clamps", {}))
