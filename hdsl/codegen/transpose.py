@@ -194,6 +194,8 @@ def plan(s: For) -> TransposePlan | None:
             elif not n.type.is_bool() and transposed(n, n.index):
                 loads.append(n)
         e = exp(st.index)
+        if _coef(e, vec.var, None) is None:
+            return None          # (lanes behind a clamp may share a point: one vector at a time)
         apart = simplify(BinOp("-", subst_vars(e, {vec.var: Const(I32, 1)}), subst_vars(e, {vec.var: Const(I32, 0)}), I32))
         if vec.var in free_vars(apart) or s.var in free_vars(apart):
             return None
