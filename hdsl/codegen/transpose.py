@@ -18,13 +18,18 @@ to unpack, shufps and vpermt2ps) into the n vectors of lanes that iterations o0 
 read; a store collects the n vectors the iterations compute and writes their transpose as n
 dense vectors. Every other access, and the arithmetic, is what the iterations do one by one.
 
-The same elements are read, so nothing outside what the loop reads is touched; the store
-is blocked only where no load in the block reads its buffer and its lanes are n or more
-elements apart (checked at run time for a run-time stride), so its writes reach the same
-elements with the same values. o's dependence on lets may go through `min(a(o), b)` and
-`max(a(o), b)` clamps (a split's tail, ShiftInwards): a block is transposed when the clamps
-are no-ops over its n iterations (checked at run time), else it runs one by one, as do the
-last e mod n iterations (the tail).
+An access may also step by minus one (an anticausal filter's scan runs down its row): its
+block is the same n x n square, its columns in reverse order. The same elements are read, so
+nothing outside what the loop reads is touched; the store is blocked only where its lanes
+are n or more elements apart (checked at run time for a run-time stride), so its writes
+reach the same elements with the same values. A block whose loads read the stored buffer (a
+scan: a recursive filter along o) keeps its stores until its end: a load at a constant
+distance d behind the store takes iteration k - d's computed vector (memory where k - d
+lies before the block), one at the stored point or ahead reads memory (not yet written by
+the block), and any other load of that buffer leaves the loop alone. o's dependence on lets
+may go through `min(a(o), b)` and `max(a(o), b)` clamps (a split's tail, ShiftInwards, a
+filter's edge): a block is transposed when the clamps are no-ops over its n iterations
+(checked at run time), else it runs one by one, as do the last e mod n iterations (the tail).
 """
 from __future__ import annotations
 
