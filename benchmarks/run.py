@@ -215,7 +215,7 @@ def _case_rgauss(sigma):
         img = np.random.RandomState(3).rand(h, w).astype(np.float32)
         out = np.empty_like(img)
         impls = [hdsl_impl(HERE / "cases" / "rgauss.hl", {"img": img}, out, params={"sigma": float(sigma)})]
-        impls[0].mode = "tiled Young-van Vliet"
+        impls[0].mode = "Young-van Vliet, strips"
         import cv2
         from scipy import ndimage
         cv_out, sp_out = np.empty_like(img), np.empty_like(img)

@@ -251,8 +251,17 @@ class CodeGenCPU(CodeGenLLVM):
         if not p.conds:
             return None
         old = st.syms.get(s.var)
-        for op, a, c in p.conds:
-            at = b.add(o0, ir.Constant(I32T, p.lanes - 1)) if op == "le" else o0
+        st.syms[s.var] = (o0, I32)
+        for cond in p.conds:
+            if cond[0] == "far":
+                st.cache = {}
+                d = self.expr(st, cond[1])
+                zero = ir.Constant(d.type, 0)
+                t = b.icmp_signed(">=", b.select(b.icmp_signed("<", d, zero), b.neg(d), d), ir.Constant(d.type, p.lanes))
+                ok = t if ok is None else b.and_(ok, t)
+                continue
+            op, a, c, at_last = cond
+            at = b.add(o0, ir.Constant(I32T, p.lanes - 1)) if at_last else o0
             st.syms[s.var] = (at, I32)
             st.cache = {}
             va, vc = self.expr(st, a), self.expr(st, c)
@@ -282,9 +291,12 @@ class CodeGenCPU(CodeGenLLVM):
                 st.lanes = n
                 self._bind_lets(st, p.inner_lets, saved)
                 if k == 0:
-                    cols = {id(x): self._load_block(st, x, n) for x in p.loads}
+                    cols = {id(x): self._load_block(st, x, n, p.steps.get(id(x), 1)) for x in p.loads}
                 for x in p.loads:
                     st.cache[id(x)] = (x, cols[id(x)][k])
+                for x, d in p.forwards:          # (a scan: what iteration k - d computed)
+                    if k - d >= 0:
+                        st.cache[id(x)] = (x, vals[k - d])
                 if p.store_blocked:
                     vals.append(self.splat(st, self.expr(st, p.store.value), n))
                     idx = self.expr(st, p.store.index, keep_ramp=True)
@@ -293,7 +305,7 @@ class CodeGenCPU(CodeGenLLVM):
                     self.store(st, p.store)
                 st.lanes = None
             if p.store_blocked:
-                self._store_block(st, p.store, vals, idxs)
+                self._store_block(st, p.store, vals, idxs, p.steps.get(id(p.store), 1))
         finally:
             st.lanes = None
             st.cache = {}
@@ -306,29 +318,33 @@ class CodeGenCPU(CodeGenLLVM):
                 else:
                     self._restore(st, name, old)
 
-    def _block_addresses(self, st: _Fn, idx, n: int):
-        """Lane j's element offset of the vector index idx, for j = 0 .. n-1."""
+    def _block_addresses(self, st: _Fn, idx, n: int, step: int = 1):
+        """Lane j's element offset of the vector index idx, for j = 0 .. n-1; where the index
+        moves down with o (step -1), the offset n - 1 below it, where the block's column starts."""
         b = st.b
         if isinstance(idx, Ramp):
+            base = idx.base if step > 0 else b.sub(idx.base, ir.Constant(idx.base.type, n - 1))
             if isinstance(idx.stride, int):
-                return [b.add(idx.base, ir.Constant(idx.base.type, j * idx.stride)) for j in range(n)]
-            return [b.add(idx.base, b.mul(idx.stride, ir.Constant(idx.stride.type, j))) for j in range(n)]
+                return [b.add(base, ir.Constant(base.type, j * idx.stride)) for j in range(n)]
+            return [b.add(base, b.mul(idx.stride, ir.Constant(idx.stride.type, j))) for j in range(n)]
         v = self.val(st, idx, n)
-        return [b.extract_element(v, ir.Constant(I32T, j)) for j in range(n)]
+        out = [b.extract_element(v, ir.Constant(I32T, j)) for j in range(n)]
+        return out if step > 0 else [b.sub(a, ir.Constant(a.type, n - 1)) for a in out]
 
-    def _load_block(self, st: _Fn, e: Load, n: int) -> list:
+    def _load_block(self, st: _Fn, e: Load, n: int, step: int = 1) -> list:
         """The n vectors load e gives in iterations o0 .. o0 + n - 1: n dense vectors down
-        the block's columns, transposed."""
+        the block's columns, transposed (in reverse order where the index moves down with o)."""
         b = st.b
         mt = llvm_type(e.type, True)
         base = self.buffer_ptr(st, e.buffer)
         idx = self.expr(st, e.index, keep_ramp=True)
         align = max(1, e.type.bits // 8)
         rows = [b.load(b.gep(base, [a], source_etype=mt), typ=ir.VectorType(mt, n), align=align)
-                for a in self._block_addresses(st, idx, n)]
-        return transpose.transpose_vectors(b, rows)
+                for a in self._block_addresses(st, idx, n, step)]
+        cols = transpose.transpose_vectors(b, rows)
+        return cols if step > 0 else cols[::-1]
 
-    def _store_block(self, st: _Fn, s: Store, vals: list, idxs: list):
+    def _store_block(self, st: _Fn, s: Store, vals: list, idxs: list, step: int = 1):
         """Store the n vectors of iterations o0 .. o0 + n - 1 as n dense vectors down the
         block's columns, where the lanes of one iteration are n or more elements apart."""
         b, n = st.b, len(vals)
@@ -338,7 +354,8 @@ class CodeGenCPU(CodeGenLLVM):
         align = max(1, t.bits // 8)
 
         def blocked():
-            for a, v in zip(self._block_addresses(st, idxs[0], n), transpose.transpose_vectors(b, vals)):
+            rows = transpose.transpose_vectors(b, vals if step > 0 else vals[::-1])
+            for a, v in zip(self._block_addresses(st, idxs[0], n, step), rows):
                 b.store(v, b.gep(base, [a], source_etype=mt), align=align)
 
         def one_by_one():
@@ -348,7 +365,7 @@ class CodeGenCPU(CodeGenLLVM):
             arr = self.entry_alloca(st, ir.ArrayType(vt, n))
             for k, v in enumerate(vals):
                 b.store(v, b.gep(arr, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
-            first = self.val(st, idxs[0], n)       # (iteration k's index: first + k)
+            first = self.val(st, idxs[0], n)       # (iteration k's index: first + k, or - k)
             pre = b.block
             head = st.fn.append_basic_block("store_block.head")
             body = st.fn.append_basic_block("store_block.body")
@@ -361,7 +378,7 @@ class CodeGenCPU(CodeGenLLVM):
             b.position_at_end(body)
             v = b.load(b.gep(arr, [ir.Constant(I32T, 0), k]), typ=vt)
             kk = k if first.type.element == I32T else b.sext(k, first.type.element)
-            idx = b.add(first, self.splat(st, kk, n))
+            idx = (b.add if step > 0 else b.sub)(first, self.splat(st, kk, n))
             self.store_vector(st, s, base, idx, v, n)
             k.add_incoming(b.add(k, ir.Constant(I32T, 1)), b.block)
             b.branch(head)

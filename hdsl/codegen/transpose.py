@@ -18,13 +18,18 @@ to unpack, shufps and vpermt2ps) into the n vectors of lanes that iterations o0 
 read; a store collects the n vectors the iterations compute and writes their transpose as n
 dense vectors. Every other access, and the arithmetic, is what the iterations do one by one.
 
-The same elements are read, so nothing outside what the loop reads is touched; the store
-is blocked only where no load in the block reads its buffer and its lanes are n or more
-elements apart (checked at run time for a run-time stride), so its writes reach the same
-elements with the same values. o's dependence on lets may go through `min(a(o), b)` and
-`max(a(o), b)` clamps (a split's tail, ShiftInwards): a block is transposed when the clamps
-are no-ops over its n iterations (checked at run time), else it runs one by one, as do the
-last e mod n iterations (the tail).
+An access may also step by minus one (an anticausal filter's scan runs down its row): its
+block is the same n x n square, its columns in reverse order. The same elements are read, so
+nothing outside what the loop reads is touched; the store is blocked only where its lanes
+are n or more elements apart (checked at run time for a run-time stride), so its writes
+reach the same elements with the same values. A block whose loads read the stored buffer (a
+scan: a recursive filter along o) keeps its stores until its end: a load at a constant
+distance d behind the store takes iteration k - d's computed vector (memory where k - d
+lies before the block), one at the stored point or ahead reads memory (not yet written by
+the block), and any other load of that buffer leaves the loop alone. o's dependence on lets
+may go through `min(a(o), b)` and `max(a(o), b)` clamps (a split's tail, ShiftInwards, a
+filter's edge): a block is transposed when the clamps are no-ops over its n iterations
+(checked at run time), else it runs one by one, as do the last e mod n iterations (the tail).
 """
 from __future__ import annotations
 
@@ -32,7 +37,8 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from hdsl.ir.expr import BinOp, Const, Expr, Intrinsic, Var, free_vars, subst_vars, walk
+from hdsl.ir.expr import BinOp, Const, Expr, Intrinsic, Var, free_vars, subst_vars, substitute, walk
+from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import For, Let, LetStmt, Load, Store
 from hdsl.ir.types import I32
 
@@ -49,7 +55,11 @@ class TransposePlan:
     lanes: int
     loads: list               # Load nodes (of store.value) read as transposed blocks
     store_blocked: bool       # the store is written as a transposed block
-    conds: list = field(default_factory=list)   # (op, a, b): a op b must hold, op "le" at o's last, "ge" at its first
+    conds: list = field(default_factory=list)   # ("le"/"ge", a, b, at_last): a <= / >= b must hold at
+    #                                             o's last (at_last) or first iteration of the block;
+    #                                             ("far", d): |d| >= lanes (the store's lanes apart)
+    steps: dict = field(default_factory=dict)   # id(access) -> +1 or -1: how its index moves with o
+    forwards: list = field(default_factory=list)  # (Load, d): reads what iteration o - d stored
 
 
 def _coef(e: Expr, v: str, conds: list | None):
@@ -84,11 +94,25 @@ def _coef(e: Expr, v: str, conds: list | None):
         if v in free_vars(other):
             return None
         c = _coef(dep, v, conds)
-        if not isinstance(c, int) or c <= 0:
+        if not isinstance(c, int) or c == 0:
             return None
-        conds.append(("le" if e.op == "min" else "ge", dep, other))
+        # (a clamp is a no-op over the block where its argument is at its largest for min, at
+        # its smallest for max: the last iteration or the first, by the sign of c)
+        conds.append(("le", dep, other, c > 0) if e.op == "min" else ("ge", dep, other, c < 0))
         return c
     return None
+
+
+def _unclamped(e: Expr, v: str) -> Expr:
+    """e with each min / max of which one side depends on v replaced by that side (what e is
+    where the block's conditions hold)."""
+    def go(n):
+        if isinstance(n, BinOp) and n.op in ("min", "max"):
+            fa, fb = v in free_vars(n.a), v in free_vars(n.b)
+            if fa != fb:
+                return n.a if fa else n.b
+        return None
+    return substitute(e, go)
 
 
 def plan(s: For) -> TransposePlan | None:
@@ -124,34 +148,69 @@ def plan(s: For) -> TransposePlan | None:
 
     conds: list = []
 
-    def transposed(index, dense_ok=(1, -1)):
+    steps: dict = {}
+
+    def transposed(node, index, dense_ok=(1, -1)):
         e = exp(index)
         if vec.var not in free_vars(e):
             return False
         trial: list = []
-        if _coef(e, s.var, trial) != 1:
+        c = _coef(e, s.var, trial)
+        if c not in (1, -1):
             return False
         if _coef(e, vec.var, None) in dense_ok + (0,):
             return False
         conds.extend(trial)
+        steps[id(node)] = c
         return True
 
-    loads = []
+    store_blocked = transposed(st, st.index)
+    loads, forwards, own = [], [], []
     seen = set()
     for n in walk(st.value):
         if isinstance(n, Load) and id(n) not in seen:
             seen.add(id(n))
             if n.buffer == st.buffer:
-                return None          # the block's stores and loads would be reordered
-            if not n.type.is_bool() and transposed(n.index):
+                own.append(n)
+            elif not n.type.is_bool() and transposed(n, n.index):
                 loads.append(n)
-    store_blocked = transposed(st.index)
+    if own:
+        # A scan (a recursive filter along o): the block's stores wait until its end, so a load
+        # of the stored buffer at a constant distance d behind the store reads, in iteration k,
+        # what iteration k - d computed (forwarded), or memory where k - d is before the block
+        # (stored by an earlier block); at the store's own point or ahead, memory, which the
+        # block has not written yet. The store's lanes must be n or more elements apart
+        # (checked at run time), so that no other lane's block writes what a lane reads.
+        if not store_blocked:
+            return None
+        step = steps[id(st)]
+        s_index = _unclamped(exp(st.index), s.var)
+        for n in own:
+            diff = simplify(BinOp("-", _unclamped(exp(n.index), s.var), s_index, I32))
+            if not isinstance(diff, Const):
+                return None
+            d = -int(diff.value) * step
+            if d >= 1:
+                trial: list = []
+                if _coef(exp(n.index), s.var, trial) != step:
+                    return None
+                conds.extend(trial)
+                forwards.append((n, d))
+            elif not n.type.is_bool() and transposed(n, n.index):
+                loads.append(n)
+        e = exp(st.index)
+        if _coef(e, vec.var, None) is None:
+            return None          # (lanes behind a clamp may share a point: one vector at a time)
+        apart = simplify(BinOp("-", subst_vars(e, {vec.var: Const(I32, 1)}), subst_vars(e, {vec.var: Const(I32, 0)}), I32))
+        if vec.var in free_vars(apart) or s.var in free_vars(apart):
+            return None
+        conds.append(("far", apart))
     if not loads and not store_blocked:
         return None
-    for _, a, c in conds:
-        if vec.var in free_vars(a) or vec.var in free_vars(c):
+    for cond in conds:
+        if any(vec.var in free_vars(x) for x in cond[1:3] if isinstance(x, Expr)):
             return None
-    return TransposePlan(outer, vec, inner, st, int(vec.extent.value), loads, store_blocked, conds)
+    return TransposePlan(outer, vec, inner, st, int(vec.extent.value), loads, store_blocked, conds, steps, forwards)
 
 
 def transpose_vectors(b: ir.IRBuilder, rows: list) -> list:

@@ -159,3 +159,55 @@ def test_the_staged_x_pass_transposes_in_registers():
     blocked = set(re.findall(r'^"?([^":\s]+)\.blocks"?:', ll, re.M))
     for loop in ("rf.intra0.s0.y", "rf.final0.s0.y", "rf.final0.for_last.s0.y", "rf.s0.y.lv"):
         assert loop in blocked, (loop, sorted(blocked))
+
+
+# Serial scans along x with rows in the lanes (Halide's schedule for an x filter): each update
+# reads what the iterations before it stored. A third-order causal filter and a second-order
+# anticausal one (its index moves down as the scan goes on), coefficients of mixed sign.
+SCAN_X = """
+pipeline sx
+input img: f32[2]
+output out: f32[2]
+algorithm {
+    rf(x, y) = img(x, y)
+    rf.iir(+x, 0..img.width, 0.4f, [0.9f, -0.5f, 0.2f])
+    rf.iir(-x, 0..img.width, 0.6f, [0.7f, -0.3f])
+    out(x, y) = rf(x, y)
+}
+schedule {
+    rf.compute_root().split(y, yo, yi, 16).reorder(yi, x, yo).vectorize(yi).parallel(yo)
+    rf.update(0).split(y, yo, yi, 16).reorder(yi, x, yo).vectorize(yi).parallel(yo)
+    rf.update(1).split(y, yo, yi, 16).reorder(yi, x, yo).vectorize(yi).parallel(yo)
+}
+schedule eight {
+    rf.compute_root()
+    rf.update(0).split(y, yo, yi, 8).reorder(yi, x, yo).vectorize(yi)
+    rf.update(1).split(y, yo, yi, 8).reorder(yi, x, yo).vectorize(yi)
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
+@pytest.mark.parametrize("schedule", [None, "eight"])
+@pytest.mark.parametrize("w, h", [(128, 32), (130, 37), (17, 5), (5, 40), (40, 3), (16, 16)])
+def test_serial_x_scans_in_transposed_blocks_equal_the_evaluator(target, schedule, w, h):
+    """Serial scans along x with 16 (or 8) rows in the lanes run as transposed blocks, each
+    iteration reading the values the iterations before it computed in registers (and from
+    memory before the block): the evaluator's values bit for bit, at widths that are and are
+    not multiples of the block, narrower than one, and at fewer rows than lanes."""
+    p = hdsl.loads(SCAN_X, "sx.hl")
+    img = np.random.RandomState(w + 7 * h).uniform(-1, 1, (h, w)).astype(np.float32)
+    assert np.array_equal(p.compile(target, schedule=schedule)(img=img), p(img=img)), (w, h)
+
+
+def test_serial_x_scans_are_transposed_blocks_with_dense_stores():
+    """Both scans (the causal one upward, the anticausal one downward through memory) are
+    loops over transposed blocks that store dense vectors; before, a scan that reads its own
+    buffer ran one vector of scattered lanes at a time."""
+    p = hdsl.loads(SCAN_X, "sx.hl")
+    ll = str(generate(p.ir, lower(p.ir, shift_outputs=True).stmt, "hdsl_sx"))
+    blocked = set(re.findall(r'^"?([^":\s]+)\.blocks"?:', ll, re.M))
+    for loop in ("rf.s1.rf.iir0.x", "rf.s2.rf.iir1.x"):
+        assert loop in blocked, (loop, sorted(blocked))
+    text = assembly(ll, "x86-64-avx512")
+    assert re.search(r"vunpck|vperm|vshuf", text)

@@ -660,6 +660,47 @@ def test_tiled_box_matches_the_serial_box(rng, shape, r):
     np.testing.assert_allclose(got, exact, rtol=0, atol=box_bound(r, np.abs(img).max()))
 
 
+STRIPS = """pipeline strips_test
+use recursive
+input  img: f32[2]
+param  sigma: f32 = 2.0
+output g: f32[2]
+algorithm {
+    g = yvv_gaussian(img, sigma, img.width, img.height)
+}
+schedule strips {
+    g.yvv_gxs.compute_root().split(y, yo, yi, 64).vectorize(yi, 16).reorder(yi_i, x, yi, yo).parallel(yo)
+    g.yvv_gx.yvv_u.compute_at(g.yvv_gxs, yo).reorder_storage(y, x).vectorize(y, 16).reorder(y_i, x, y)
+    g.yvv_gx.yvv_u.update(0).vectorize(y, 16).unroll(y, 4).reorder(y_i, y_i2, x, y)
+    g.yvv_gx.compute_at(g.yvv_gxs, yo).reorder_storage(y, x).vectorize(y, 16).unroll(y, 4).reorder(y_i, y_i2, x, y)
+    g.yvv_gx.update(0).vectorize(y, 16).unroll(y, 4).reorder(y_i, y_i2, x, y)
+    g.split(x, xo, xi, 64).reorder(xi, y, xo).vectorize(xi, 16).parallel(xo)
+    g.yvv_uy.compute_at(g, xo).vectorize(x, 16)
+    g.yvv_uy.update(0).vectorize(x, 16)
+    g.update(0).split(x, xo, xi, 64).reorder(xi, y, xo).vectorize(xi, 16).parallel(xo)
+}
+"""
+
+
+def test_the_strip_schedule_of_the_recursive_gaussian_equals_the_evaluator(rng):
+    """yvv_gaussian with docs/stdlib.md's strip schedule (benchmarks/cases/rgauss.hl's): the x
+    passes per strip of 64 rows in transposed strip storage (16 rows in the lanes, the image read
+    and yvv_gxs written through 16 x 16 transposes), the y passes' causal scan per strip of 64
+    columns. Every scan runs in the serial order, so the values are the evaluator's, bit for bit
+    (which the evaluator's own agreement with the float64 recursion, above, ties to the papers'
+    equations): on sizes smaller than a strip, a vector or a transposed block, on sizes that
+    are not multiples of either (a shifted last strip), and on both of yvv_coef's formulas for
+    q (sigma below and above 2.5)."""
+    import hdsl
+    p = hdsl.loads(STRIPS, "strips_test.hl")
+    c = p.compile("host", schedule="strips")
+    for shape in [(1, 1), (3, 2), (7, 5), (17, 33), (70, 133), (130, 67)]:
+        img = rng.uniform(0, 1, shape).astype(F32)
+        for sigma in (1.5, 6.0):
+            np.testing.assert_array_equal(c(img=img, sigma=sigma), p(img=img, sigma=sigma),
+                                          err_msg=f"shape {shape}, sigma {sigma}")
+
+
 TILED_WIDE = """pipeline tiled_wide
 use recursive
 input  img: f32[2]
