@@ -196,7 +196,9 @@ class Space:
                 ok = host is not None and site(host)[0] != "inline" and \
                     all(u is host or site(u) == ("at", at) for u in users(s))
                 if not ok:
-                    out[s.name] = [re.sub(r"compute_at\([^)]*\)", "compute_root()", line) for line in out[s.name]]
+                    out[s.name] = [re.sub(r"\.store_at\([^)]*\)", "",
+                                          re.sub(r"compute_at\([^)]*\)", "compute_root()", line))
+                                   for line in out[s.name]]
                     changed = True
         return out
 
