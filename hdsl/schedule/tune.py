@@ -444,7 +444,11 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         run_limit = None if best_ms == math.inf or origin in seed_names else \
             max(MIN_RUN_S, SLOWER * best_ms / 1e3 * (runs + 1))
         t0 = time.monotonic()
-        status, value = measure_fn(source, filename, block, inputs, params, sizes, expected, runs, limit_s, target,
+        # the seeds are always measured in full; a later candidate only in the budget's time
+        # left before the final comparison (--minutes is the whole budget)
+        limit = limit_s if origin in seed_names or deadline == math.inf else \
+            max(1.0, min(limit_s, deadline - reserve() - t0))
+        status, value = measure_fn(source, filename, block, inputs, params, sizes, expected, runs, limit, target,
                                    run_limit)
         r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
                    origin, time.monotonic() - t0)
