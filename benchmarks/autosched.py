@@ -132,7 +132,11 @@ def tune_app(app, target, minutes):
         raise RuntimeError(f"{app['path'].name}: no candidate ran correctly in {minutes:g} min "
                            f"({len(history)} tried; rejected: {whys}; first: {history[0].why if history else '-'})")
     note = (f"hdsl tune {minutes:g} min ({time.perf_counter() - t0:.0f} s): {len(history)} candidates, {ok} correct; "
-            f"best {best.time_ms:.2f} ms in the search, from {best.origin}; rejected: {whys or 'none'}")
+            f"best {best.time_ms:.2f} ms in the search, from {best.origin}"
+            + (f" (median of {len(best.rounds)} final rounds interleaved with the seeds and the search's best: "
+               + ", ".join(f"{r.origin} {np.median(r.rounds):.2f}" for r in history if r.rounds) + ")"
+               if best.rounds else "")
+            + f"; rejected: {whys or 'none'}")
     return genome_text(p.ir, best.genome), note
 
 

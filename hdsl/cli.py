@@ -593,7 +593,8 @@ def cmd_tune(args) -> int:
                         "; ".join(reasons) or "give a larger budget (--trials, --minutes)")
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     comment = (f"hdsl tune: {best.time_ms:.3f} ms (median) on {'x'.join(map(str, sizes[0]))}, host, {when}; "
-               f"best of {len(history)} candidates (from {best.origin})")
+               f"best of {len(history)} candidates (from {best.origin})" +
+               (f", median of {len(best.rounds)} rounds interleaved with the seeds and the best" if best.rounds else ""))
     write_block(args.file, genome_text(p.ir, best.genome), args.name, comment)
     ok = sum(r.time_ms < float("inf") for r in history)
     print(f"{args.file}: wrote schedule {args.name}: {best.time_ms:.3f} ms ({ok} of {len(history)} candidates "

@@ -13,8 +13,14 @@ Each candidate is elaborated from the file's text with the candidate appended as
 block (so it passes every check a block written by hand gets), compiled, run and
 timed in a worker process with a time limit; a candidate that is refused, crashes,
 runs out of time, or whose output differs from the reference evaluator's, is
-rejected. The best is written into the file as a named `schedule` block with its
-measured time (hdsl/runtime/files.py write_atomic).
+rejected. A single measurement can be lucky (another process paused while it ran), so
+a candidate that beats the best so far is measured again against it at once, interleaved
+in one worker (`compare`), and ranked by the median; and before the search returns, its
+few best candidates and the seeds are compared the same way over several rounds: the
+schedule returned is the one with the best median there, never one measured slower than
+the best seed in that comparison. That final phase is inside the budget (`--minutes`).
+The best is written into the file as a named `schedule` block with its measured time
+(hdsl/runtime/files.py write_atomic).
 """
 from __future__ import annotations
 
@@ -43,6 +49,8 @@ class Result:
     time_ms: float            # math.inf when rejected
     why: str = ""             # why it was rejected
     origin: str = ""
+    cost_s: float = 0.0       # the wall time its measurement took (compiling, checking, timing)
+    rounds: list | None = None   # its times (ms) in the final comparison, one per round
 
 
 def genome_text(p: Pipeline, genome: Genome) -> str:
@@ -188,7 +196,9 @@ class Space:
                 ok = host is not None and site(host)[0] != "inline" and \
                     all(u is host or site(u) == ("at", at) for u in users(s))
                 if not ok:
-                    out[s.name] = [re.sub(r"compute_at\([^)]*\)", "compute_root()", line) for line in out[s.name]]
+                    out[s.name] = [re.sub(r"\.store_at\([^)]*\)", "",
+                                          re.sub(r"compute_at\([^)]*\)", "compute_root()", line))
+                                   for line in out[s.name]]
                     changed = True
         return out
 
@@ -280,27 +290,147 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
     return ("crashed", f"the worker exited with {proc.exitcode}")
 
 
+def _compare_worker(conn, source, filename, blocks, inputs, params, sizes, rounds, runs, target="host"):
+    """Compile every block (each one a `schedule NAME {...}`), then time them in turns:
+    each round runs every candidate `runs` times (its median is the round's time), starting
+    one candidate further along each round, and sends the round's times."""
+    try:
+        from hdsl.api import Pipeline as Api
+        from hdsl.frontend.elaborate import check_source
+        compiled = []
+        for block in blocks:
+            try:
+                name = re.match(r"(?:#[^\n]*\n)*schedule (\w+)", block).group(1)
+                c = Api(check_source(source + "\n" + block, filename)).compile(target, schedule=name)
+                c.realize(sizes, **inputs, **params)       # the first run pays for allocation
+                compiled.append(c)
+            except Exception:    # it ran in the search; here it only loses
+                compiled.append(None)
+        conn.send(("compiled", None))
+        n = len(compiled)
+        for r in range(rounds):
+            times = [math.inf] * n
+            for k in range(n):
+                i = (k + r) % n
+                if compiled[i] is None:
+                    continue
+                ts = []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    compiled[i].realize(sizes, **inputs, **params)
+                    ts.append(time.perf_counter() - t0)
+                times[i] = float(np.median(ts)) * 1e3
+            conn.send(("round", times))
+        conn.send(("done", None))
+    except Exception as e:
+        conn.send(("crashed", f"{type(e).__name__}: {e}"))
+
+
+def compare(source, filename, blocks, inputs, params, sizes, rounds, runs, limit_s,
+            target: str = "host") -> list[list[float]]:
+    """The candidates (schedule blocks) timed interleaved in one worker process, over
+    `rounds` rounds: a list of rounds, each one time (ms, inf for a candidate that failed)
+    per block. The rounds finished within limit_s (compiling included); maybe none."""
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_compare_worker, args=(child, source, filename, blocks, inputs, params, sizes,
+                                                     rounds, runs, target))
+    end = time.monotonic() + limit_s
+    proc.start()
+    child.close()
+    got = []
+    try:
+        while parent.poll(max(0.0, end - time.monotonic())):
+            try:
+                kind, value = parent.recv()
+            except EOFError:
+                break
+            if kind == "round":
+                got.append(value)
+            elif kind != "compiled":
+                break
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+    return got
+
+
+def medians(rounds: list[list[float]], n: int) -> list[float]:
+    """Each candidate's median over the rounds (inf without any)."""
+    return [float(np.median([r[i] for r in rounds])) if rounds else math.inf for i in range(n)]
+
+
+def choose(finalists: list[Result], n_seeds: int, rounds: list[list[float]]) -> Result:
+    """The final comparison's winner: the finalist with the best median over the rounds,
+    the seeds (the first n_seeds finalists) winning ties; a candidate that is not faster than
+    the best seed there is never chosen. Without a finished round nothing was compared: the
+    best seed that ran in the search if any (a search's single measurement can be lucky),
+    else the search's best."""
+    if not rounds:
+        seeds = [r for r in finalists[:n_seeds] if r.time_ms < math.inf]
+        return min(seeds or finalists, key=lambda r: r.time_ms)
+    med = medians(rounds, len(finalists))
+    if min(med) == math.inf:
+        return choose(finalists, n_seeds, [])
+    for i, r in enumerate(finalists):        # each finalist keeps its times there
+        r.rounds = [x[i] for x in rounds]
+    win = min(range(len(finalists)), key=lambda i: (med[i], i >= n_seeds, i))
+    r = finalists[win]
+    return Result(r.genome, med[win], r.why, r.origin, r.cost_s, r.rounds)
+
+
 # ---- the search ----------------------------------------------------------------------------------
 
 SLOWER = 8.0        # a candidate whose runs take this many times the best's is stopped once compiled
 MIN_RUN_S = 5.0     # (but never before it has run this long; the seeds have no run limit)
+FINALISTS = 3       # the search's best candidates compared again with the seeds before it returns
+FINAL_ROUNDS = 5    # rounds of that comparison (and CONFIRM_ROUNDS for a new best against the old)
+CONFIRM_ROUNDS = 3
+
 
 def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expected, *, trials: int = 40,
          minutes: float | None = None, population: int = 8, elite: int = 2, seed: int = 0, runs: int = 5,
          limit_s: float = 60.0, progress=None, file_seeds: bool = True,
-         target: str = "host") -> tuple[Result, list[Result]]:
+         target: str = "host", measure_fn=None, compare_fn=None) -> tuple[Result, list[Result]]:
     """The best schedule found within the budget, and every candidate measured (in order).
     file_seeds=False leaves the file's own schedule blocks out of the first generation (the
     search starts from the automatic schedule alone: how a file without a schedule is tuned,
     and how benchmarks/autosched.py judges the search against the hand-written schedule).
-    target: a CPU target, with its features (host-fast_math)."""
+    target: a CPU target, with its features (host-fast_math). The best is chosen by the
+    final comparison (`choose`): its time_ms is its median there and `rounds` its times.
+    measure_fn and compare_fn stand in for `measure` and `compare` (the tests' fake timers)."""
     from hdsl.target import parse_target
+    measure_fn = measure_fn or measure
+    compare_fn = compare_fn or compare
     base = parse_target(target).base
     rng = random.Random(seed)
     space = Space(p, base, rng)
-    deadline = time.monotonic() + minutes * 60 if minutes else math.inf
+    start = time.monotonic()
+    deadline = start + minutes * 60 if minutes else math.inf
     seen: dict[str, Result] = {}
     history: list[Result] = []
+    incumbent: list[Result] = []      # the best so far, confirmed against its predecessor
+
+    def text_of(r: Result) -> str:
+        return genome_text(p, r.genome)
+
+    def versus(cands: list[Result], rounds: int, limit: float) -> list[list[float]]:
+        blocks = [block_text(text_of(r), f"hdsl_tune_final{i}") for i, r in enumerate(cands)]
+        return compare_fn(source, filename, blocks, inputs, params, sizes, rounds, runs, max(0.0, limit), target)
+
+    def confirm(r: Result) -> None:
+        """r measured faster than the incumbent: both again, interleaved; the ranking keeps
+        their medians (a lucky measurement drops back)."""
+        old = incumbent[0]
+        t0 = time.monotonic()
+        limit = min(deadline - reserve() - t0, (old.cost_s + r.cost_s) * 2 + 10)
+        got = versus([old, r], CONFIRM_ROUNDS, limit) if limit > 0 else []
+        r.cost_s += (time.monotonic() - t0) / 2
+        if got:
+            old.time_ms, r.time_ms = medians(got, 2)
+        if r.time_ms < old.time_ms:
+            incumbent[0] = r
 
     def evaluate(genome: Genome, origin: str) -> Result:
         text = genome_text(p, genome)
@@ -313,18 +443,41 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         # past 120 s, a fifth of a 10-minute search)
         run_limit = None if best_ms == math.inf or origin in seed_names else \
             max(MIN_RUN_S, SLOWER * best_ms / 1e3 * (runs + 1))
-        status, value = measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s, target,
-                                run_limit)
+        t0 = time.monotonic()
+        # the seeds are always measured in full; a later candidate only in the budget's time
+        # left before the final comparison (--minutes is the whole budget)
+        limit = limit_s if origin in seed_names or deadline == math.inf else \
+            max(1.0, min(limit_s, deadline - reserve() - t0))
+        status, value = measure_fn(source, filename, block, inputs, params, sizes, expected, runs, limit, target,
+                                   run_limit)
         r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
-                   origin)
+                   origin, time.monotonic() - t0)
         seen[text] = r
         history.append(r)
+        if r.time_ms < math.inf:
+            if not incumbent:
+                incumbent.append(r)
+            elif r.time_ms < incumbent[0].time_ms:
+                confirm(r)
         if progress:
             progress(r, history)
         return r
 
+    def finalists() -> list[Result]:
+        seeds = [seen[t] for t in seed_texts if t in seen and seen[t].time_ms < math.inf]
+        ids = {id(r) for r in seeds}
+        rest = sorted((r for r in history if r.time_ms < math.inf and id(r) not in ids), key=lambda r: r.time_ms)
+        return seeds + rest[:FINALISTS]
+
+    def reserve() -> float:
+        """Time kept for the final comparison: its candidates' compiling and timing, as long
+        as their measurements took, with a margin."""
+        if deadline == math.inf:
+            return 0.0
+        return 1.5 * sum(r.cost_s for r in finalists()) + min(5.0, 0.02 * (deadline - start))
+
     def budget_left() -> bool:
-        return len(history) < trials and time.monotonic() < deadline
+        return len(history) < trials and time.monotonic() < deadline - reserve()
 
     seeds = [("auto", auto_genes(p, base))]
     for name, sched in (p.schedules.items() if file_seeds else ()):
@@ -336,9 +489,10 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         except HdslError:
             continue
     seed_names = {origin for origin, _ in seeds}
+    seed_texts = list(dict.fromkeys(genome_text(p, g) for _, g in seeds))
     pop: list[Result] = []
     for origin, g in seeds:
-        if budget_left():
+        if len(history) < trials and time.monotonic() < deadline:     # the seeds are always measured
             pop.append(evaluate(g, origin))
     while budget_left() and len(pop) < population:
         origin = "reasonable" if rng.random() < 0.7 else "random"
@@ -361,8 +515,18 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
                 g, origin = space.random(), "random"
             nxt.append(evaluate(space.repair(g), origin))
         pop = nxt
-    best = min(history, key=lambda r: r.time_ms) if history else None
-    return best, history
+    if not history:
+        return None, history
+    final = finalists()
+    n_seeds = sum(1 for t in seed_texts if t in seen and seen[t].time_ms < math.inf)
+    if len(final) > 1:
+        limit = deadline - time.monotonic() if deadline < math.inf else limit_s * len(final)
+        rounds = versus(final, FINAL_ROUNDS, limit)
+    else:
+        rounds = []
+    if final:
+        return choose(final, n_seeds, rounds), history
+    return min(history, key=lambda r: r.time_ms), history
 
 
 def write_block(path: str, text: str, name: str, comment: str) -> None:

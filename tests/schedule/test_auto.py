@@ -216,7 +216,7 @@ def test_a_pyramid_level_reading_a_coarser_level_is_computed_at_the_root():
     it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
     assert all(it[f"it[{j}]"][0].startswith(f"it[{j}].compute_root()") for j in range(1, 9))
     cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
-    assert cam["b_gb"][0].startswith("b_gb.compute_at(processed, x)")
+    assert cam["b_gb"][0].startswith("b_gb.compute_at(processed, y_i).store_at(processed, y)")
 
 
 @pytest.mark.parametrize("w,h", [(37, 29), (64, 48)])
@@ -236,3 +236,53 @@ def test_an_updates_channels_run_inside_its_reduction():
     checks accept for an update whose pure dims are written at pure positions."""
     genes = auto_genes(hdsl.load(EX / "bilateral_grid.hl").ir)
     assert "histogram.update(0).reorder(c, r.x, r.y, x, y).parallel(y)" in genes["histogram"]
+
+
+HALFRES = """
+pipeline halfres
+use boundary
+
+input  raw: u16[2]
+output out: u16[2]
+
+algorithm {
+    var x, y
+    shifted(x, y) = repeat_edge(raw)(x, y)
+    den(x, y) = min(shifted(x, y), max(shifted(x - 2, y), shifted(x + 2, y), shifted(x, y - 2), shifted(x, y + 2)))
+    plane(x, y) = den(2 * x, 2 * y) / 2 + den(2 * x + 1, 2 * y + 1) / 2
+    up(x, y) = plane(x / 2, y / 2) / 2 + plane(x / 2 + 1, y / 2 + 1) / 2
+    out(x, y) = up(x, y - 1) / 4 + up(x, y) / 2 + up(x, y + 1) / 4
+}
+"""
+
+
+def test_half_resolution_planes_slide_down_strips_two_rows_a_step():
+    """plane is a half-resolution plane (den read at 2 * x, 2 * y: camera_pipe's deinterleave)
+    computed inside the full-resolution output's tiles, read back at x / 2 (its interleave):
+    the output runs in strips of TILE_Y rows in parallel, two rows a step (one row of the
+    plane per step), and up and plane are computed per step and stored per strip, so that
+    they slide (Halide's camera_pipe schedule, camera_pipe_generator.cpp lines 499-564:
+    split(y, yo, yi, 2) inside strips of 32 rows, the stages compute_at yi, store_at yo).
+    A full-resolution stencil (blur) keeps its tiles, and a channel index `4 * co`
+    (bilateral_slice) is no resampling."""
+    from hdsl.schedule.auto import TILE_Y
+    genes = auto_genes(hdsl.loads(HALFRES, "halfres.hl").ir)
+    assert genes["out"] == [f"out.split(y, y, y_ii, 2).split(y, y, y_i, {TILE_Y // 2}).vectorize(x, 32).parallel(y)"]
+    for name in ("up", "plane"):
+        assert genes[name][0].startswith(f"{name}.compute_at(out, y_i).store_at(out, y)")
+    assert genes["den"] == ["den.compute_inline()"]
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    assert cam["processed"][0].startswith("processed.reorder(c, x, y).split(y, y, y_ii, 2).split(y, y, y_i, ")
+    assert all(".store_at(processed, y)" in cam[n][0] for n in ("denoised", "g_r", "curved", "unsharp_y"))
+    assert "split(" not in auto_genes(hdsl.load(EX / "blur.hl").ir)["out"][0]
+    assert "split(" not in auto_genes(hdsl.load(EX / "bilateral_slice.hl").ir)["out"][0]
+
+
+@pytest.mark.parametrize("w,h", [(37, 29), (70, 67)])
+def test_the_strips_equal_the_evaluator(w, h):
+    """Strips that end inside a step and inside a strip (29, 67 rows), and a width that is no
+    multiple of the vector."""
+    p = hdsl.loads(HALFRES, "halfres.hl")
+    raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c(raw=raw), p(raw=raw))
