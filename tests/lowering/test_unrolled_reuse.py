@@ -188,3 +188,28 @@ def test_conditions_on_an_unrolled_var_are_constants():
     i = img.astype(np.int32)
     want = np.stack([i + 20, i * 2 + 10 + 0, np.full_like(i, 7 + 1000 + 10), np.full_like(i, 7 + 0 + 10)], axis=-1)
     assert np.array_equal(ref, want)
+
+
+@pytest.mark.parametrize("x0, y0", [(-2 ** 31 + 40, 3), (-2 ** 31 + 41, -5), (2 ** 31 - 200, 7), (2 ** 31 - 199, 0)])
+def test_interleaved_accesses_at_the_ends_of_the_i32_range(x0, y0):
+    """`x / 2` and `(x + 1) / 2` of a vectorized x near the ends of the i32 range (the input
+    shifted so that they land in it): the evaluator's values and NumPy's."""
+    xh = x0 // 2
+    src = f"""
+pipeline edge2
+input img: i32[2]
+output out: i32[2]
+algorithm {{
+    out(x, y) = img(x / 2 - ({xh}), y - ({y0})) * 3 + img((x + 1) / 2 - ({xh}), y - ({y0})) + (x & 7)
+}}
+schedule vec {{ out.vectorize(x, 16) }}
+"""
+    p = hdsl.loads(src, "edge2.hl")
+    w, h = 53, 3
+    img = np.random.RandomState(5).randint(-1000, 1000, (h, w // 2 + 3)).astype(np.int32)
+    got = p.compile("host", schedule="vec").realize((w, h), min=(x0, y0), img=img)
+    ref = p.realize((w, h), min=(x0, y0), img=img)
+    assert np.array_equal(got, ref)
+    x = np.arange(x0, x0 + w, dtype=np.int64)
+    want = img[:, x // 2 - xh] * 3 + img[:, (x + 1) // 2 - xh] + (x & 7)
+    assert np.array_equal(ref, want.astype(np.int32))
