@@ -188,6 +188,14 @@ class CodeGenCPU(CodeGenLLVM):
         elif s.kind in ("serial", "unrolled") and st.lanes is None and st.mask is None and (n is None or n >= 4) and \
                 (p := transpose.plan(s)) is not None and (n is None or n >= p.lanes) and _vectorizable(p.vec.body, frozenset((p.vec.var,))):
             self.transpose_for(st, s, p)
+        elif (inner := _unrolled_around_vector(s)) is not None and st.lanes is None and st.mask is None:
+            # `for c (unrolled): for x (vectorized): body` as `for x (vectorized): for c
+            # (unrolled): body`: the same vector operations in the same order (the vector loop
+            # is one pass over its lanes, and its bounds do not depend on c), but the lets and
+            # guards of the lanes (a split's tail clamp and guard) are then made once, not per
+            # channel, and what the channels share is computed once (CodeGenLLVM.unrolled_for)
+            self.stmt(st, For(inner.var, inner.min, inner.extent, inner.kind,
+                              For(s.var, s.min, s.extent, s.kind, inner.body)))
         else:
             super().loop(st, s)
 
@@ -1021,6 +1029,23 @@ def _vectorizable(s: Stmt, lane: frozenset = frozenset()) -> bool:
     if isinstance(s, For) and s.kind in ("serial", "unrolled"):
         return not ((free_vars(s.min) | free_vars(s.extent)) & lane) and _vectorizable(s.body, lane)
     return False
+
+
+def _unrolled_around_vector(s: For) -> For | None:
+    """The vectorized loop that is the whole body of unrolled loop s, where the two may be
+    swapped: s has a constant extent of 1 to 64, the inner loop's bounds do not depend on s's
+    var, and the inner loop is one vector_for pass (CodeGenCPU.loop) with s inside it.
+    None: not of that form."""
+    inner = s.body
+    n, m = _const_int(s.extent), _const_int(inner.extent) if isinstance(inner, For) else None
+    if s.kind != "unrolled" or n is None or not 1 <= n <= 64 or not isinstance(inner, For) or \
+            inner.kind != "vectorized" or m is None or not 2 <= m <= 64 or inner.var == s.var:
+        return None
+    if s.var in free_vars(inner.min) | free_vars(inner.extent) or \
+            inner.var in free_vars(s.min) | free_vars(s.extent):
+        return None
+    swapped = For(s.var, s.min, s.extent, s.kind, inner.body)
+    return inner if _vectorizable(swapped, frozenset((inner.var,))) else None
 
 
 def _vector_expr_ok(e: Expr) -> bool:

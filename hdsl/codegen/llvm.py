@@ -27,7 +27,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hdsl.diagnostics import InternalError
-from hdsl.ir.closure import mentioned_names
+from hdsl.ir.closure import mentioned, mentioned_names
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
 from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
 from hdsl.ir.types import F32, F64, I32, I64, Type
@@ -123,6 +123,8 @@ class _NotWide(Exception):
 
 
 _RING = {"+": "add", "-": "sub", "*": "mul"}
+_COMPARE = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
+            "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
 _ABSENT = object()
 
 
@@ -539,12 +541,32 @@ class CodeGenLLVM:
             st.syms[name] = old
 
     def unrolled_for(self, st: _Fn, s: For, n: int):
+        """The n iterations one after another. Lets and guards at the top of the body that do
+        not depend on the loop var are made once, around all of them (unrolled_hoist), and a
+        value made by one iteration that does not depend on the loop var is reused by the
+        next (the output of interpolate made its alpha once per channel: three times)."""
+        hoisted = unrolled_hoist(s) if n >= 1 else None
+        if hoisted is not None:
+            self.stmt(st, hoisted)
+            return
         lo = self.expr(st, s.min)
         old = st.syms.get(s.var)
+        written = {name for name, u in mentioned(s.body).items() if u.kind == "buffer" and u.written}
+        varies: dict[int, bool] = {}
+        carried: dict = {}
+        lo_c = _const_of(lo)
         for k in range(n):
-            st.syms[s.var] = (st.b.add(lo, ir.Constant(I32T, k)), I32)
-            st.cache = {}          # the loop var has a new value: nothing cached still holds
+            # (a constant where the loop's min is one: selects and guards on the var then
+            # choose their arm here, straight-line code whose values the next iteration reuses)
+            st.syms[s.var] = (ir.Constant(I32T, lo_c + k) if lo_c is not None and -2 ** 31 <= lo_c + k < 2 ** 31
+                              else st.b.add(lo, ir.Constant(I32T, k)), I32)
+            # (the loop var has a new value: only what does not depend on it still holds; what
+            # is left cached after the body was made in its straight-line part, which
+            # dominates the next iteration)
+            st.cache = carried
             self.stmt(st, s.body)
+            carried = {i: hit for i, hit in st.cache.items()
+                       if not _varies(hit[0], s.var, written, varies)}
         self._restore(st, s.var, old)
 
     # ------------------------------------------------------------ expressions
@@ -808,6 +830,13 @@ class CodeGenLLVM:
             name = ("s" if t.is_int() else "u") + op
             return b.call(self.intrinsic(name, a.type, 2), [a, b_])
         if op in ("==", "!=", "<", "<=", ">", ">="):
+            x, y = _const_of(a), _const_of(b_)
+            if not flt and x is not None and y is not None:
+                # (two constants, such as `c < 3` of an unrolled c: a constant, so a select on
+                # it chooses its arm in codegen, vector_select)
+                if not t.is_int():
+                    x, y = x & ((1 << a.type.width) - 1), y & ((1 << a.type.width) - 1)
+                return ir.Constant(I1T, int(_COMPARE[op](x, y)))
             if flt:
                 return b.fcmp_unordered(op, a, b_) if op == "!=" else b.fcmp_ordered(op, a, b_)
             if t.is_int():
@@ -1155,3 +1184,45 @@ def _free_names(s: Stmt) -> set[str]:
     """Every variable and buffer name a statement mentions (a superset of its free names):
     the closure analysis kernel outlining shares (hdsl/ir/closure.py)."""
     return mentioned_names(s)
+
+
+def _varies(e: Expr, var: str, written: set, memo: dict) -> bool:
+    """Can e's value differ between iterations of an unrolled loop over `var` whose body
+    writes the buffers `written`? (It mentions var, reads a written buffer or prints.)
+    memo: id -> answer, shared by the calls for one loop (expressions are DAGs)."""
+    todo = [e]
+    while todo:
+        n = todo[-1]
+        if id(n) in memo:
+            todo.pop()
+            continue
+        kids = [c for c in n.children() if id(c) not in memo]
+        if kids:
+            todo.extend(kids)
+            continue
+        todo.pop()
+        memo[id(n)] = (isinstance(n, Var) and n.name == var) or (isinstance(n, Load) and n.buffer in written) \
+            or (isinstance(n, Intrinsic) and n.name == "print") or any(memo[id(c)] for c in n.children())
+    return memo[id(e)]
+
+
+def unrolled_hoist(s: For) -> Stmt | None:
+    """An unrolled loop (of at least one iteration) whose body starts with a let or a guard
+    that does not depend on the loop: that let or guard around the loop, the loop inside
+    (around both arms of a guard with an else). The same statement: each iteration would
+    bind the same value and take the same arm (nothing it reads is written by the body, and
+    nothing prints). None: nothing to hoist."""
+    body = s.body
+    if not isinstance(body, (LetStmt, IfThenElse)):
+        return None
+    written = {name for name, u in mentioned(body).items() if u.kind == "buffer" and u.written}
+    memo: dict[int, bool] = {}
+    if isinstance(body, LetStmt):
+        if body.name == s.var or _varies(body.value, s.var, written, memo) or \
+                any(isinstance(n, Var) and n.name == body.name for x in (s.min, s.extent) for n in walk(x)):
+            return None
+        return LetStmt(body.name, body.value, For(s.var, s.min, s.extent, s.kind, body.body))
+    if _varies(body.cond, s.var, written, memo):
+        return None
+    return IfThenElse(body.cond, For(s.var, s.min, s.extent, s.kind, body.then),
+                      None if body.otherwise is None else For(s.var, s.min, s.extent, s.kind, body.otherwise))
