@@ -104,6 +104,9 @@ class _State:
                         self.alias[f.args[d]] = rv[0]
         # the reduction variables each loop runs over (a split of r.x runs over r.x)
         self.origin: dict[str, frozenset] = {r: frozenset({r}) for r in self.rvars}
+        # the points one iteration of each loop steps over (split factors multiplied): at
+        # most 2^31 - 1, as loop indices are i32
+        self.step: dict[str, int] = {}
         self.shown = {r: a for a, r in self.alias.items()}
 
     def derive(self, old: str, *new: str, origins: tuple = ()):
@@ -398,7 +401,18 @@ class _Recorder:
         def at(i):      # the span of argument i
             return call.args[i].span
 
+        def stepped(old, outer, inner, factor, k):
+            # the outer loop of a split steps `factor` times its loop's step
+            step = st.step.get(old, 1)
+            if isinstance(factor, int) and step * factor > I32_MAX:
+                el.error(f"splitting '{old}' by {factor} makes each iteration of '{outer}' step over "
+                         f"{step * factor} points, more than {I32_MAX} (2^31 - 1; loop indices are i32)",
+                         at(k), f"'{old}' already steps over {step} points: use a smaller factor")
+            st.step[inner] = step
+            st.step[outer] = step * factor if isinstance(factor, int) else step
+
         if name == "split":
+            stepped(args[0], args[1], args[2], args[3], 3)
             i = v.index(args[0])
             v[i:i + 1] = [args[2], args[1]]
             st.derive(args[0], args[1], args[2])
@@ -408,6 +422,7 @@ class _Recorder:
                 el.error("fuse needs two different loops", at(1))
             v.remove(b)
             v[v.index(a)] = ab
+            st.step[ab] = st.step.get(a, 1)
             st.derive(a, ab, origins=(a, b))
         elif name in ("tile", "gpu_tile") and len(args) >= 6:
             parts = tile_parts(args)
@@ -415,7 +430,8 @@ class _Recorder:
             for k, x in enumerate(loops):
                 if x in loops[:k]:
                     el.error(f"{name} needs {len(loops)} different loops", at(k))
-            for old, outer, inner, _ in parts:
+            for k, (old, outer, inner, factor) in enumerate(parts):
+                stepped(old, outer, inner, factor, len(args) - len(parts) + k)
                 i = v.index(old)
                 v[i:i + 1] = [inner, outer]
                 st.derive(old, inner, outer)
@@ -426,6 +442,7 @@ class _Recorder:
             st.derive(args[0], args[1])
         elif name in ("vectorize", "unroll", "parallel") and len(args) == 2:
             inner = inner_loop_name(args[0], v)
+            stepped(args[0], args[0], inner, args[1], 1)
             i = v.index(args[0])
             v[i:i + 1] = [inner, args[0]]
             st.derive(args[0], inner)
