@@ -9,6 +9,7 @@ anywhere in `stmt`, in terms of the vars defined outside `stmt`.
 from __future__ import annotations
 
 import math
+import threading
 from contextlib import contextmanager
 
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
@@ -25,20 +26,25 @@ Bound = Expr | None
 # is active: lower() checks each before anything runs. Outside it such conversions
 # are unbounded, as before (a pass that runs after the checks are written must not
 # rely on a condition nobody checks). lower() turns it on only for a pipeline that
-# cannot be bounded without it.
-_float_checks: list | None = None
+# cannot be bounded without it. Per thread: pipelines lowered on other threads at the
+# same time must neither use these rules nor add their checks to this one's list.
+_float_state = threading.local()
+
+
+def _float_checks_list() -> list | None:
+    return getattr(_float_state, "checks", None)
 
 
 @contextmanager
 def float_coordinate_checks(enabled: bool = True):
     """Collect (condition, conversion) pairs for bounds derived through float arithmetic
     (enabled=False: none are derived, as outside the context)."""
-    global _float_checks
-    old, _float_checks = _float_checks, ([] if enabled else None)
+    old = _float_checks_list()
+    _float_state.checks = [] if enabled else None
     try:
-        yield _float_checks
+        yield _float_state.checks
     finally:
-        _float_checks = old
+        _float_state.checks = old
 
 
 def _i(op, a, b):
@@ -671,7 +677,8 @@ def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bo
     i32's minimum). (Narrower conversions keep their type's range: always bounded, they
     never need these rules.)"""
     t = e.type
-    if lo is None or hi is None or _float_checks is None:
+    checks = _float_checks_list()
+    if lo is None or hi is None or checks is None:
         # (outside float_coordinate_checks, as before these rules: unbounded)
         return _type_bounds(t)
     ft = e.value.type
@@ -693,5 +700,5 @@ def _float_to_int(e: Cast, lo: Bound, hi: Bound, scope: dict) -> tuple[Bound, Bo
     if any(isinstance(n, (Var, RVar, FuncCall, InputCall)) or type(n).__name__ == "Load" for n in walk(ok)):
         # (only a condition on params and buffer sizes can be checked before the pipeline runs)
         return _type_bounds(t)
-    _float_checks.append((ok, e))
+    checks.append((ok, e))
     return (blo, bhi)

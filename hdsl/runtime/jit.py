@@ -287,8 +287,7 @@ def optimize(mod, tm) -> None:
 # process with it, on both targets: the same within the noise of a loaded machine
 # (docs/compiler.md, "Compile time"). cl::opt options are process-wide, so it is set only
 # while hdsl emits code, and put back after.
-CODEGEN_OPTIONS = ("-disable-lsr",)
-_CODEGEN_RESET = ("-disable-lsr=false",)
+CODEGEN_OPTIONS = ("-disable-lsr",)       # boolean flags: "=false" puts each back
 
 
 def machine_code(tm, mod, assembly: bool = False):
@@ -301,9 +300,8 @@ def machine_code(tm, mod, assembly: bool = False):
         try:
             return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
         finally:
-            for o in _CODEGEN_RESET:
-                llvm.set_option("hdsl", o)
-
+            for o in CODEGEN_OPTIONS:
+                llvm.set_option("hdsl", o + "=false")
 
 
 OBJECTS_MAGIC = b"HDSLOBJ1"

@@ -278,3 +278,18 @@ def test_clamped_bins_get_no_check():
     got = p.compile("host").realize((41,), img=img, scale=0.0)
     assert np.array_equal(got, p.realize((41,), img=img, scale=0.0))
     assert got.sum() == img.size
+
+
+def test_the_float_rules_are_on_only_in_the_thread_that_turned_them_on():
+    """A pipeline lowered on another thread meanwhile neither uses the float rules nor adds
+    its checks to this lowering's list (which would leave its own bound unchecked)."""
+    import threading
+    from hdsl.lower.symbolic import _float_checks_list, float_coordinate_checks
+    seen = []
+    with float_coordinate_checks() as mine:
+        assert _float_checks_list() is mine
+        t = threading.Thread(target=lambda: seen.append(_float_checks_list()))
+        t.start()
+        t.join()
+    assert seen == [None]
+    assert _float_checks_list() is None
