@@ -215,3 +215,26 @@ def test_issue_22_verdict_needs_every_row(monkeypatch):
     # without callpath.json the call and histogram rows are not measured, never met
     rows = issue22.judge(good, None)
     assert [x["what"] for x in rows if not x["measured"]] == ["call overhead", "histogram serial", "histogram rfactor"]
+
+
+def test_rgauss_flatness_is_judged_from_one_interleaved_case(monkeypatch):
+    """Issue 17: the recursive Gaussian's flatness is the slowest sigma's median over the
+    fastest's, all four measured in the same rounds (the case rgauss_flat), and it is judged
+    against FLAT_TARGET; measure() gives that case the rounds it asks for (a multiple of its
+    four implementations)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import run
+    calls = []
+    impls = [run.Impl("hdsl", f"sigma {s}", lambda s=s: calls.append(s), lambda: np.zeros(2)) for s in run.SIGMAS]
+    case = dict(name="rgauss_flat", what="flatness", size=(2, 1), impls=impls, float=True,
+                min_reps=4 * run.FLAT_ROUNDS, flat=True)
+    r = run.measure(case, reps=3, warmup=1, min_seconds=1e-9)
+    assert r["reps"] == 4 * run.FLAT_ROUNDS and len(calls) == 4 * (1 + 4 * run.FLAT_ROUNDS)
+    assert all(row["max_abs_diff_vs_hdsl"] is None for row in r["results"])   # (other sigmas: no reference)
+    for times, met in (((20.0, 22.0, 24.9, 21.0), "yes"), ((20.0, 22.0, 25.1, 21.0), "no")):
+        for row, t in zip(r["results"], times):
+            row["median_ms"] = t
+        md = "\n".join(run.recursive_summary(dict(cases=[r])))
+        m = re.search(r"slowest / fastest sigma = ([\d.]+) \(target at most ([\d.]+)\): (\w+)\.", md)
+        assert m and float(m.group(1)) == round(max(times) / min(times), 2) and m.group(3) == met, md
+        assert "sigma 64 21.0 ms" in md

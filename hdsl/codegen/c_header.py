@@ -127,8 +127,8 @@ def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None 
     names = [b.name for b in p.inputs]
     outs = [f.name for f in p.outputs]
     lines.append(signature(p, name) + " {")
-    lines.append(f"    void *args[{max(1, n_args)}];")
-    lines.append("    int64_t info[4] = {0, 0, 0, 0};")
+    lines.append(f"    void *hdsl__args[{max(1, n_args)}];")
+    lines.append("    int64_t hdsl__info[4] = {0, 0, 0, 0};")
     lines.append(f"    {name}__message[0] = 0;")
     for bname, t, dims in buffers:
         lines += [
@@ -140,20 +140,20 @@ def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None 
             f'        snprintf({name}__message, sizeof {name}__message, "buffer \'{bname}\' must have stride 1 in x '
             f'(stride %lld given): copy it to a planar layout", (long long){bname}->stride[0]);',
             "        return HDSL_ERROR_BAD_BUFFER;", "    }",
-            f"    for (int d = 0; d < {dims}; d++) {{",
-            f"        if ({bname}->extent[d] <= 0 || {bname}->min[d] < -0x40000000 || {bname}->extent[d] > 0x40000000) {{",
+            f"    for (int hdsl__d = 0; hdsl__d < {dims}; hdsl__d++) {{",
+            f"        if ({bname}->extent[hdsl__d] <= 0 || {bname}->min[hdsl__d] < -0x40000000 || {bname}->extent[hdsl__d] > 0x40000000) {{",
             f'            snprintf({name}__message, sizeof {name}__message, "buffer \'{bname}\' has an unusable '
-            f'%s range (min %lld, extent %lld)", {name}__dims[d], (long long){bname}->min[d], (long long){bname}->extent[d]);',
+            f'%s range (min %lld, extent %lld)", {name}__dims[hdsl__d], (long long){bname}->min[hdsl__d], (long long){bname}->extent[hdsl__d]);',
             "            return HDSL_ERROR_BAD_BUFFER;", "        }", "    }"]
     k = 0
     for b in p.inputs:
-        lines.append(f"    args[{k}] = {b.name};")
+        lines.append(f"    hdsl__args[{k}] = {b.name};")
         k += 1
     for prm in p.params:
-        lines.append(f"    args[{k}] = &{prm.name};")
+        lines.append(f"    hdsl__args[{k}] = &{prm.name};")
         k += 1
     for f in p.outputs:
-        lines.append(f"    args[{k}] = {f.name};")
+        lines.append(f"    hdsl__args[{k}] = {f.name};")
         k += 1
     if shifted:
         fn, reqs = shifted
@@ -162,50 +162,50 @@ def wrapper(p: Pipeline, name: str, impl: str, shifted: tuple[str, list] | None 
         cond = " && ".join(f"{p.outputs[k].name}->extent[{d}] >= {n}" for k, d, n in sorted(set(reqs)))
         # (every tile whole: the form Halide's ShiftInwards gives; narrower outputs take
         # the form whose last tiles are guarded)
-        lines.append(f"    int r = ({cond}) ? {fn}(args, info) : {impl}(args, info);")
+        lines.append(f"    int hdsl__rc = ({cond}) ? {fn}(hdsl__args, hdsl__info) : {impl}(hdsl__args, hdsl__info);")
     else:
-        lines.append(f"    int r = {impl}(args, info);")
-    lines.append("    if (r == HDSL_ERROR_INPUT_BOUNDS) {")
-    lines.append(f"        static const char *names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in names) or '0'}}};")
-    lines.append(f"        struct hdsl_buffer *bufs[] = {{{', '.join(names) or '0'}}};")
-    lines.append("        struct hdsl_buffer *b = bufs[info[0]];")
+        lines.append(f"    int hdsl__rc = {impl}(hdsl__args, hdsl__info);")
+    lines.append("    if (hdsl__rc == HDSL_ERROR_INPUT_BOUNDS) {")
+    lines.append(f"        static const char *hdsl__names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in names) or '0'}}};")
+    lines.append(f"        struct hdsl_buffer *hdsl__bufs[] = {{{', '.join(names) or '0'}}};")
+    lines.append("        struct hdsl_buffer *hdsl__b = hdsl__bufs[hdsl__info[0]];")
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "input \'%s\' is read at %s = %lld .. %lld, '
-                 'but the buffer covers %s = %lld .. %lld", names[info[0]], '
-                 f'{name}__dims[info[1]], (long long)info[2], (long long)info[3], {name}__dims[info[1]], '
-                 '(long long)b->min[info[1]], (long long)(b->min[info[1]] + b->extent[info[1]] - 1));')
-    lines.append("    } else if (r == HDSL_ERROR_OUTPUT_BOUNDS) {")
-    lines.append(f"        static const char *names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in outs)}}};")
-    lines.append(f"        struct hdsl_buffer *bufs[] = {{{', '.join(outs)}}};")
-    lines.append("        struct hdsl_buffer *b = bufs[info[0]];")
+                 'but the buffer covers %s = %lld .. %lld", hdsl__names[hdsl__info[0]], '
+                 f'{name}__dims[hdsl__info[1]], (long long)hdsl__info[2], (long long)hdsl__info[3], {name}__dims[hdsl__info[1]], '
+                 '(long long)hdsl__b->min[hdsl__info[1]], (long long)(hdsl__b->min[hdsl__info[1]] + hdsl__b->extent[hdsl__info[1]] - 1));')
+    lines.append("    } else if (hdsl__rc == HDSL_ERROR_OUTPUT_BOUNDS) {")
+    lines.append(f"        static const char *hdsl__names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in outs)}}};")
+    lines.append(f"        struct hdsl_buffer *hdsl__bufs[] = {{{', '.join(outs)}}};")
+    lines.append("        struct hdsl_buffer *hdsl__b = hdsl__bufs[hdsl__info[0]];")
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "output \'%s\' is written at %s = %lld .. %lld, '
-                 'but the buffer covers %s = %lld .. %lld", names[info[0]], '
-                 f'{name}__dims[info[1]], (long long)info[2], (long long)info[3], {name}__dims[info[1]], '
-                 '(long long)b->min[info[1]], (long long)(b->min[info[1]] + b->extent[info[1]] - 1));')
-    lines.append("    } else if (r == HDSL_ERROR_BOUND) {")
+                 'but the buffer covers %s = %lld .. %lld", hdsl__names[hdsl__info[0]], '
+                 f'{name}__dims[hdsl__info[1]], (long long)hdsl__info[2], (long long)hdsl__info[3], {name}__dims[hdsl__info[1]], '
+                 '(long long)hdsl__b->min[hdsl__info[1]], (long long)(hdsl__b->min[hdsl__info[1]] + hdsl__b->extent[hdsl__info[1]] - 1));')
+    lines.append("    } else if (hdsl__rc == HDSL_ERROR_BOUND) {")
     # info: the Func (its place in topological order, as lowering numbers it), the dim, the region
     from hdsl.ir.func import topo_order
     funcs = topo_order(p.outputs)
     quoted = lambda items: ", ".join(f'"{t}"' for t in items) or "0"     # noqa: E731
     firsts = [sum(g.dims for g in funcs[:i]) for i in range(len(funcs))]
-    lines.append(f"        static const char *funcs[] = {{{quoted(g.name for g in funcs)}}};")
-    lines.append(f"        static const char *vars[] = {{{quoted(a for g in funcs for a in g.args)}}};")
-    lines.append(f"        static const int first_var[] = {{{', '.join(map(str, firsts)) or '0'}}};")
-    lines.append(f"        if (info[0] >= 0 && info[0] < {len(funcs)}) snprintf({name}__message, sizeof {name}__message, "
-                 '"\'%s\' is needed at %s = %lld .. %lld, more than its bound() directive covers", funcs[info[0]], '
-                 "vars[first_var[info[0]] + info[1]], (long long)info[2], (long long)info[3]);")
+    lines.append(f"        static const char *hdsl__funcs[] = {{{quoted(g.name for g in funcs)}}};")
+    lines.append(f"        static const char *hdsl__vars[] = {{{quoted(a for g in funcs for a in g.args)}}};")
+    lines.append(f"        static const int hdsl__first_var[] = {{{', '.join(map(str, firsts)) or '0'}}};")
+    lines.append(f"        if (hdsl__info[0] >= 0 && hdsl__info[0] < {len(funcs)}) snprintf({name}__message, sizeof {name}__message, "
+                 '"\'%s\' is needed at %s = %lld .. %lld, more than its bound() directive covers", hdsl__funcs[hdsl__info[0]], '
+                 "hdsl__vars[hdsl__first_var[hdsl__info[0]] + hdsl__info[1]], (long long)hdsl__info[2], (long long)hdsl__info[3]);")
     lines.append(f'        else snprintf({name}__message, sizeof {name}__message, "a bound() directive is smaller than the '
                  'region the pipeline needs");')
-    lines.append("    } else if (r == HDSL_ERROR_BUFFER_TOO_LARGE) {")
+    lines.append("    } else if (hdsl__rc == HDSL_ERROR_BUFFER_TOO_LARGE) {")
     all_names = names + outs
-    lines.append(f"        static const char *names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in all_names)}}};")
-    lines.append(f'        if (info[0] >= 0) snprintf({name}__message, sizeof {name}__message, "buffer \'%s\' spans %lld '
-                 'elements; offsets are 32-bit (at most 2147483647 elements)", names[info[0]], (long long)info[1]);')
+    lines.append(f"        static const char *hdsl__names[] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in all_names)}}};")
+    lines.append(f'        if (hdsl__info[0] >= 0) snprintf({name}__message, sizeof {name}__message, "buffer \'%s\' spans %lld '
+                 'elements; offsets are 32-bit (at most 2147483647 elements)", hdsl__names[hdsl__info[0]], (long long)hdsl__info[1]);')
     lines.append(f'        else snprintf({name}__message, sizeof {name}__message, "an intermediate buffer would have %lld '
-                 'elements; offsets are 32-bit (at most 2147483647 elements)", (long long)info[1]);')
-    lines.append("    } else if (r == HDSL_ERROR_OUT_OF_MEMORY) {")
+                 'elements; offsets are 32-bit (at most 2147483647 elements)", (long long)hdsl__info[1]);')
+    lines.append("    } else if (hdsl__rc == HDSL_ERROR_OUT_OF_MEMORY) {")
     lines.append(f'        snprintf({name}__message, sizeof {name}__message, "out of memory");')
     lines.append("    }")
-    lines.append("    return r;")
+    lines.append("    return hdsl__rc;")
     lines.append("}")
     lines.append("")
     casts = [f"(struct hdsl_buffer *)args[{k}]" for k in range(len(p.inputs))]

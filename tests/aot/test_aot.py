@@ -149,7 +149,7 @@ def test_split_outputs_get_a_shifted_form_chosen_by_size(built, tmp_path):
     assert {"blur__impl", "blur__impl_shifted"} <= local
     wrapper_c = __import__("hdsl.codegen.c_header", fromlist=["wrapper"]).wrapper(
         p.ir, "blur", "blur__impl", ("blur__impl_shifted", [(0, 0, 256), (0, 1, 32)]))
-    assert "(out->extent[0] >= 256 && out->extent[1] >= 32) ? blur__impl_shifted(args, info)" in wrapper_c
+    assert "(out->extent[0] >= 256 && out->extent[1] >= 32) ? blur__impl_shifted(hdsl__args, hdsl__info)" in wrapper_c
     lib = ctypes.CDLL(str(built["files"]["so"]))
     lib.blur.argtypes = [ctypes.POINTER(BufferStruct), ctypes.POINTER(BufferStruct)]
     rs = np.random.RandomState(3)
@@ -186,6 +186,33 @@ schedule {
     bout = make_buffer(out7.T)
     assert lib.bounded(ctypes.byref(bin_), ctypes.byref(bout)) == 0
     assert np.array_equal(out7, (img[:, :7] + np.uint8(1)) + (img[:, 1:8] + np.uint8(1)))
+
+
+def test_names_of_the_entry_points_own_locals_are_free_for_arguments(tmp_path):
+    """Inputs, params and outputs may be named like the C entry point's locals (r, b, d,
+    args, info, names, bufs): `hdsl compile` of benchmarks/cases/boxsat.hl, whose param is
+    `r`, failed with "'r' redeclared as different kind of symbol". The library gives the
+    evaluator's values, and its bounds message names the buffer."""
+    p = hdsl.loads("""pipeline clash
+input args: f32[2]
+input b: f32[2]
+param r: i32 = 1
+param d: f32 = 2.0
+param info: i32 = 3
+output names: f32[2]
+algorithm {
+    names(x, y) = args(x + r, y) * d + b(x, y) + f32(info)
+}
+""", "clash.hl")
+    lib = hdsl.load_library(compile_to_files(p.ir, tmp_path, emit=("so",))["so"])
+    rs = np.random.RandomState(1)
+    a, bb = rs.rand(6, 9).astype(np.float32), rs.rand(6, 8).astype(np.float32)
+    out = np.empty((6, 8), np.float32)
+    lib.realize_into(out, args=a, b=bb, r=1, d=0.5, info=2)
+    assert np.array_equal(out, p.realize([8, 6], args=a, b=bb, r=1, d=0.5, info=2))
+    with pytest.raises(hdsl.HdslError) as e:
+        lib.realize_into(out, args=a, b=bb, r=2, d=0.5, info=2)
+    assert "clash: input 'args' is read at x = 2 .. 9, but the buffer covers x = 0 .. 8" in str(e.value)
 
 
 # ------------------------------------------------------------ loaded from Python (hdsl.load_library)
