@@ -145,7 +145,8 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
     with no_collection():
         low = lower(p, schedule, base_target)
         impl = f"{name}__impl"
-        module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_", cpu=base_target)
+        module = generate(p, low.stmt, impl, fast_math, runtime_prefix=f"{name}_", cpu=base_target,
+                          nontemporal=low.nontemporal)
         llvm_ir = str(module)
         # outputs with split pure dims: a second function with the last tiles shifted inwards
         # (constant tile sizes, as the JIT runs them), called when the outputs are wide enough
@@ -154,7 +155,8 @@ def _compile_into(p: Pipeline, out: Path, base_target: str, fast_math: bool, sch
         if shift_requirements(p, schedule, base_target):
             low_s = lower(p, schedule, base_target, shift_outputs=True)
             shifted = (f"{name}__impl_shifted", check_shifted(low_s.shifted, p, schedule, base_target))
-            module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_", cpu=base_target)
+            module_shifted = generate(p, low_s.stmt, shifted[0], fast_math, runtime_prefix=f"{name}_", cpu=base_target,
+                                       nontemporal=low_s.nontemporal)
             llvm_ir_shifted = str(module_shifted)
     written: dict[str, Path] = {}
 
@@ -269,7 +271,7 @@ def compiled_form(p: Pipeline, emit: str, schedule: str | None = None, target: s
         # the host code (for a GPU target with its launches and device copies, and the
         # emulated kernels for cuda-emulate)
         from hdsl.runtime.native import host_module
-        module = str(host_module(p, low.stmt, "hdsl_" + p.name, tgt))
+        module = str(host_module(p, low.stmt, "hdsl_" + p.name, tgt, low.nontemporal))
         if emit == "llvm":
             return module
         from hdsl.runtime.jit import assembly

@@ -16,6 +16,8 @@ MEANING = {
                 "computes only what earlier ones did not (a sliding window)",
     "store_root": "allocate its storage once, outside every loop",
     "memoize": "accepted, no effect yet",
+    "store_nontemporal": "write its values with non-temporal (streaming) stores that bypass the caches, where a "
+                         "dense vector store is aligned (CPU targets; for a large output not read again soon)",
     "split": "split loop `v` into an outer `vo` and an inner `vi` of `factor` iterations; an optional last "
              "argument names the tail strategy (round_up, guard_with_if, shift_inwards)",
     "fuse": "join loops `a` (inner) and `b` (outer) into one loop `ab`",

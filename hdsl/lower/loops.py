@@ -371,7 +371,7 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
                 shape.reorder([a[2], a[0], a[1]])
             for v in a[:2]:
                 shape.kinds[shape.internal[v]] = GPU_BLOCK
-        elif d.name in ("memoize", "estimate", "reorder_storage", "update", "rfactor"):
+        elif d.name in ("memoize", "estimate", "reorder_storage", "update", "rfactor", "store_nontemporal"):
             pass
         else:
             raise HdslError(f"'{d.name}' is not supported by the native compiler yet", d.span,

@@ -70,8 +70,11 @@ def cpu_vector_bits(target) -> int:
 
 
 class Lowered:
-    def __init__(self, stmt: Stmt, pipeline: Pipeline, stages: dict[str, Stmt], timings: dict[str, float]):
+    def __init__(self, stmt: Stmt, pipeline: Pipeline, stages: dict[str, Stmt], timings: dict[str, float],
+                 nontemporal: frozenset = frozenset()):
         self.stmt, self.pipeline, self.stages, self.timings = stmt, pipeline, stages, timings
+        # the buffers whose dense vector stores are non-temporal (`store_nontemporal()`)
+        self.nontemporal = nontemporal
 
 
 def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool = False,
@@ -360,10 +363,12 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
     # every region and input check is written: the no-op clamps bounds inference needed on
     # split lets go before flattening and partitioning see them
     stmt = run("strip_region_clamps", strip_region_clamps, stmt, info.get("region_clamps", {}))
-    orders = {}
+    orders, nontemporal = {}, set()
     if sched is not None:
         for fid, ds in sched.directives.items():
             for d in ds:
+                if d.name == "store_nontemporal":
+                    nontemporal.add(sched.funcs[fid].name)
                 if d.name == "reorder_storage":
                     f = sched.funcs[fid]
                     order = [f.args.index(a) for a in d.args]
@@ -378,7 +383,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
         from hdsl.lower.fragment import mark_fragments
         stmt = mark_fragments(stmt, sched)
     stmt = run("device_copies", device_copies, stmt, [f.name for f in p.outputs])
-    low = Lowered(stmt, p, stages, timings)
+    low = Lowered(stmt, p, stages, timings, frozenset(nontemporal))
     low.shifted = info.get("shifted", set())
     return low
 

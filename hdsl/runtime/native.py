@@ -23,14 +23,15 @@ def _dim(d: int) -> str:
     return DIM_NAMES[d] if d < 3 else f"dim {d}"
 
 
-def host_module(p: Pipeline, stmt, name: str, target: Target):
+def host_module(p: Pipeline, stmt, name: str, target: Target, nontemporal: frozenset = frozenset()):
     """The LLVM module of a lowered pipeline's host code: the CPU's, or for a GPU target the CPU's
-    with kernel launches and device copies (hdsl/codegen/device_host.py)."""
+    with kernel launches and device copies (hdsl/codegen/device_host.py). nontemporal: the
+    buffers whose stores stream past the caches (Lowered.nontemporal; CPU targets)."""
     if target.is_gpu:
         from hdsl.codegen.device_host import generate as generate_gpu
         return generate_gpu(p, stmt, name, target.fast_math, device=target.device)
     from hdsl.codegen.cpu import generate
-    return generate(p, stmt, name, target.fast_math, cpu=target.cpu)
+    return generate(p, stmt, name, target.fast_math, cpu=target.cpu, nontemporal=nontemporal)
 
 
 class _Variant:
@@ -90,7 +91,7 @@ class _Variant:
     @property
     def module(self):
         if self._module is None:
-            self._module = host_module(self.p, self.lowered.stmt, self.name, self.target)
+            self._module = host_module(self.p, self.lowered.stmt, self.name, self.target, self.lowered.nontemporal)
         return self._module
 
     @property

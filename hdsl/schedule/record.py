@@ -27,7 +27,7 @@ I32_MAX = 2 ** 31 - 1
 # argument kinds: var (an existing loop var), new (a fresh name), int (compile-time),
 # func (a Func), rvar (r.x), expr (compile-time int or param); '*' repeats the last kind
 SIGNATURES: dict[str, list[list[str]]] = {
-    "compute_root": [[]], "compute_inline": [[]], "store_root": [[]], "memoize": [[]],
+    "compute_root": [[]], "compute_inline": [[]], "store_root": [[]], "memoize": [[]], "store_nontemporal": [[]],
     "compute_at": [["func", "var_of"]], "store_at": [["func", "var_of"]],
     "split": [["var", "new", "new", "int"]],
     "fuse": [["var", "var", "new"]],
@@ -54,7 +54,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
 }
 USAGE = {
     "compute_root": "compute_root()", "compute_inline": "compute_inline()", "store_root": "store_root()",
-    "memoize": "memoize()", "compute_at": "compute_at(consumer, var)", "store_at": "store_at(consumer, var)",
+    "memoize": "memoize()", "store_nontemporal": "store_nontemporal()", "compute_at": "compute_at(consumer, var)", "store_at": "store_at(consumer, var)",
     "split": "split(v, vo, vi, factor)", "fuse": "fuse(a, b, ab)", "reorder": "reorder(v1, v2, ...)",
     "tile": "tile(x, y, xi, yi, w, h) or tile(x, y, xo, yo, xi, yi, w, h)",
     "vectorize": "vectorize(v) or vectorize(v, n)", "unroll": "unroll(v) or unroll(v, n)",
@@ -73,7 +73,7 @@ USAGE = {
 # for updates and, when narrower than a tile, outputs)
 TAILS = ("round_up", "guard_with_if", "shift_inwards")
 TAILED = {"split", "tile", "gpu_tile", "vectorize", "unroll", "parallel"}
-PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize",
+PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "store_at", "memoize", "store_nontemporal",
              "reorder_storage", "bound", "estimate", "tile_iir", "fold_storage", "glsl"}
 # the Funcs tile_iir makes of filter update(k) of f, named f.<stage>k (lower/tile_iir.py)
 TILE_STAGE = r"(weights|intra|last|tail|final|tiled)(\d+)"
