@@ -116,6 +116,9 @@ class _Fn:
         # lets defined by + - * (their i64 forms made on demand), None for one that cannot be
         self.wide_index = False
         self.ring_lets: dict[str, "_RingLet | None"] = {}
+        # bytes of the allocations in scope whose size is a constant (rounded up to 64 as
+        # CodeGenCPU.allocate allocates them): a look-up table's loads may read all of them
+        self.alloc_bytes: dict[str, int] = {}
 
 
 class _NotWide(Exception):
