@@ -761,6 +761,45 @@ class CodeGenCPU(CodeGenLLVM):
         f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
         return b.call(f, [ptrs, ir.Constant(I32T, max(1, t.bits // 8)), mask, K(vt, 0)])
 
+    # ------------------------------------------------------------ rounding averages
+    def rounding_avg(self, st: _Fn, e: Cast):
+        """`uN((W(a) + W(b) + 1) / 2)` with a and b of uN (N = 8 or 16) and W any integer type
+        wide enough for the sum (Halide's avg, camera_pipe's avg8, avg16 and blur121) as x86's
+        pavgb / pavgw of the target's widest vectors, which compute exactly that. Left as
+        arithmetic, LLVM finds pavg only where the average is used at its own width: a
+        nest of them whose result is widened again (camera_pipe's unsharp mask, an i16
+        difference of two 1-2-1 blurs) became pavgw on 16-bit lanes, with the 8-bit lanes
+        unpacked to 16 first, where Halide has pavgb. None: not that pattern, or not x86."""
+        t = e.type
+        if not (self.madd_lanes and t.is_uint() and t.bits in (8, 16)):
+            return None
+        ab = _avg_operands(e.value, t)
+        if ab is None:
+            return None
+        va, vb = (self.expr(st, x) for x in ab)
+        if not (isinstance(va.type, ir.VectorType) and isinstance(vb.type, ir.VectorType)):
+            return None
+        b = st.b
+        n = va.type.count
+        widest = {32: 512, 16: 256}.get(self.madd_lanes, 128) // t.bits     # lanes of the widest
+        w = min(widest, max(128 // t.bits, 1 << (n - 1).bit_length()))
+        name = {128: "llvm.x86.sse2.pavg", 256: "llvm.x86.avx2.pavg", 512: "llvm.x86.avx512.pavg"}[w * t.bits]
+        name += (".b" if t.bits == 8 else ".w") + (".512" if w * t.bits == 512 else "")
+        vt = ir.VectorType(ir.IntType(t.bits), w)
+        fn = self.decl(name, vt, [vt, vt])
+        padded = -(-n // w) * w
+        va, vb = self._pad(st, va, padded), self._pad(st, vb, padded)
+        parts = []
+        for k in range(0, padded, w):
+            def chunk(v):
+                return v if padded == w else b.shuffle_vector(
+                    v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
+            parts.append(b.call(fn, [chunk(va), chunk(vb)]))
+        r = self.concat(st, parts) if len(parts) > 1 else parts[0]
+        if padded != n:
+            r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
+        return r
+
     # ------------------------------------------------------------ i16 x i16 products
     def binop(self, st: _Fn, op: str, a, b_, t: Type):
         if op == "*" and t == I32 and self.madd_lanes and isinstance(a.type, ir.VectorType):
@@ -1019,6 +1058,34 @@ class CodeGenCPU(CodeGenLLVM):
     def emit_print(self, st: _Fn, fmt: str, vals: list):
         printf = self.decl("printf", I32T, [PTR], var_arg=True)
         st.b.call(printf, [self._cstr(fmt)] + vals)
+
+
+def _avg_operands(e: Expr, t: Type):
+    """(a, b) when e is `(W(a) + W(b) + 1) / 2` (or `>> 1`, the three terms added in any
+    order) with a and b of type t and W an integer type that holds a + b + 1 exactly."""
+    from hdsl.ir.expr import Const
+    if not (isinstance(e, BinOp) and e.op in ("/", ">>") and isinstance(e.b, Const)
+            and e.b.value == (2 if e.op == "/" else 1)):
+        return None
+    w = e.type
+    if not (w.is_int() or w.is_uint()) or w.bits - (1 if w.is_int() else 0) < t.bits + 1:
+        return None
+    terms = []
+
+    def flatten(x):
+        if isinstance(x, BinOp) and x.op == "+" and x.type == w:
+            flatten(x.a)
+            flatten(x.b)
+        else:
+            terms.append(x)
+    flatten(e.a)
+    if len(terms) != 3:
+        return None
+    ones = [x for x in terms if isinstance(x, Const) and x.value == 1]
+    ops = [x.value for x in terms if isinstance(x, Cast) and x.type == w and x.value.type == t]
+    if len(ones) != 1 or len(ops) != 2:
+        return None
+    return ops[0], ops[1]
 
 
 def has_features(cpu: str, *wanted: str) -> bool:

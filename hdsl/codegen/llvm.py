@@ -271,6 +271,11 @@ class CodeGenLLVM:
         """`a op c` where one is a symbolic vector index (Ramp, Interleave), kept symbolic; None: not."""
         return None
 
+    def rounding_avg(self, st: _Fn, e: Cast):
+        """`e`, a cast in a vectorized loop, as one rounding-average instruction where it is
+        one (CodeGenCPU); None: not."""
+        return None
+
     def index_cast(self, st: _Fn, e: Cast, v):
         """A cast of a symbolic vector index kept symbolic; None: not."""
         return None
@@ -627,6 +632,8 @@ class CodeGenLLVM:
         if isinstance(e, Load):
             return self.load(st, e)
         if isinstance(e, Cast):
+            if st.lanes is not None and (r := self.rounding_avg(st, e)) is not None:
+                return r
             v = self.expr(st, e.value, keep_ramp=True)
             if isinstance(v, (Ramp, Interleave)):
                 r = self.index_cast(st, e, v)
