@@ -602,12 +602,8 @@ class CodeGenCPU(CodeGenLLVM):
         if len(chunks) % 2:
             chunks.append(ir.Constant(v64, None))            # (never indexed: past the allocation)
         permi2b = self.decl(self._PERMI2B, v64, [v64, v64, v64])
-        out = []
-        for lo in range(0, lanes, 64):
-            n = min(64, lanes - lo)
-            part = idx if lanes == 64 else b.shuffle_vector(
-                idx, ir.Constant(idx.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(lo, lo + n))))
-            part = self._pad(st, part, 64)
+
+        def lookup(part):                                    # 64 lanes
             low = b.trunc(part, v64)
             vals = [b.call(permi2b, [chunks[2 * p], low, chunks[2 * p + 1]]) for p in range(len(chunks) // 2)]
             high = b.trunc(b.lshr(part, ir.Constant(part.type, 7)), v64) if len(vals) > 1 else None
@@ -617,11 +613,8 @@ class CodeGenCPU(CodeGenLLVM):
                 vals = [b.select(on, vals[i + 1], vals[i]) if i + 1 < len(vals) else vals[i]
                         for i in range(0, len(vals), 2)]
                 bit += 1
-            v = vals[0]
-            if n < 64:
-                v = b.shuffle_vector(v, ir.Constant(v64, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
-            out.append(v)
-        return self.concat(st, out) if len(out) > 1 else out[0]
+            return vals[0]
+        return self.in_chunks(st, 64, [idx], lookup)
 
     def strided_load(self, st: _Fn, ptr, stride: int, lanes: int, mt, t: Type):
         """Lanes ptr[0], ptr[stride], …: dense vectors of `lanes` elements covering exactly the
@@ -787,18 +780,7 @@ class CodeGenCPU(CodeGenLLVM):
         name += (".b" if t.bits == 8 else ".w") + (".512" if w * t.bits == 512 else "")
         vt = ir.VectorType(ir.IntType(t.bits), w)
         fn = self.decl(name, vt, [vt, vt])
-        padded = -(-n // w) * w
-        va, vb = self._pad(st, va, padded), self._pad(st, vb, padded)
-        parts = []
-        for k in range(0, padded, w):
-            def chunk(v):
-                return v if padded == w else b.shuffle_vector(
-                    v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
-            parts.append(b.call(fn, [chunk(va), chunk(vb)]))
-        r = self.concat(st, parts) if len(parts) > 1 else parts[0]
-        if padded != n:
-            r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
-        return r
+        return self.in_chunks(st, w, [va, vb], lambda x, y: b.call(fn, [x, y]))
 
     # ------------------------------------------------------------ i16 x i16 products
     def binop(self, st: _Fn, op: str, a, b_, t: Type):
@@ -821,21 +803,25 @@ class CodeGenCPU(CodeGenLLVM):
         if xa is None or xc is None:
             return None
         b = st.b
-        n = a.type.count
         w = self.madd_lanes // 2                       # i32 lanes per pmaddwd
-        padded = -(-n // w) * w
-        xa, xc = self._pad(st, xa, padded), self._pad(st, xc, padded)
         name = {4: "llvm.x86.sse2.pmadd.wd", 8: "llvm.x86.avx2.pmadd.wd", 16: "llvm.x86.avx512.pmaddw.d.512"}[w]
         vi16 = ir.VectorType(ir.IntType(16), 2 * w)
         fn = self.decl(name, ir.VectorType(I32T, w), [vi16, vi16])
+        return self.in_chunks(st, w, [xa, xc], lambda x, y: b.call(fn, [b.bitcast(x, vi16), b.bitcast(y, vi16)]))
+
+    def in_chunks(self, st: _Fn, w: int, args, op):
+        """op applied to the lanes of `args` (vectors of the same count) w at a time (an
+        instruction of w lanes), the lanes padded up to a multiple of w and the results'
+        lanes concatenated back to the count of args."""
+        b = st.b
+        n = args[0].type.count
+        padded = -(-n // w) * w
+        args = [self._pad(st, v, padded) for v in args]
         parts = []
         for k in range(0, padded, w):
-            def chunk(v):
-                if padded != w:
-                    v = b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
-                                         ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
-                return b.bitcast(v, vi16)
-            parts.append(b.call(fn, [chunk(xa), chunk(xc)]))
+            parts.append(op(*(v if padded == w else b.shuffle_vector(
+                v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
+                for v in args)))
         r = self.concat(st, parts) if len(parts) > 1 else parts[0]
         if padded != n:
             r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
