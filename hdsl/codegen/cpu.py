@@ -51,6 +51,8 @@ class CodeGenCPU(CodeGenLLVM):
         self.n_tasks = 0
         # i16 lanes of the widest pmaddwd the target has (None: the CPU is not known here)
         self.madd_lanes = madd_lanes(cpu) if cpu is not None else None
+        # byte permutes over two 64-byte tables (vpermi2b: AVX-512 VBMI)
+        self.vbmi = cpu is not None and has_features(cpu, "+avx512vbmi")
         self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
 
     # ------------------------------------------------------------ entry
@@ -200,7 +202,14 @@ class CodeGenCPU(CodeGenLLVM):
             b.ret(ir.Constant(I32T, ERR_OUT_OF_MEMORY))
         old = st.syms.get(s.name)
         st.syms[s.name] = (mem, None)
+        old_bytes = st.alloc_bytes.pop(s.name, None)
+        known = _fold(elements)
+        if known is not None and known > 0:
+            st.alloc_bytes[s.name] = -(-known * max(1, s.type.bits // 8) // 64) * 64
         self.stmt(st, s.body)
+        st.alloc_bytes.pop(s.name, None)
+        if old_bytes is not None:
+            st.alloc_bytes[s.name] = old_bytes
         with b.if_then(b.not_(small)):
             b.call(self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR]), [mem])
         b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
@@ -481,6 +490,7 @@ class CodeGenCPU(CodeGenLLVM):
         # offsets keep 32 bits, see CodeGenLLVM.wide_index)
         inner.wide_index = st.wide_index
         inner.ring_lets = {n: None for n in free if n in st.ring_lets}
+        inner.alloc_bytes = dict(st.alloc_bytes)
         self.stmt(inner, s.body)
         if not inner.b.block.is_terminated:
             self.stream_fence(inner)
@@ -595,9 +605,49 @@ class CodeGenCPU(CodeGenLLVM):
             v = self.clamped_load(st, e, base, idx, t, vt)
             if v is None:
                 v = self.patterned_load(st, base, idx, t, vt)
+        elif mask is None and (v := self.table_lookup(st, e, base, self.val(st, idx, lanes), t)) is not None:
+            pass
         else:
             v = self.gather(st, base, self.val(st, idx, lanes), t, vt, mask)
         return v
+
+    _PERMI2B = "llvm.x86.avx512.vpermi2var.qi.512"
+
+    def table_lookup(self, st: _Fn, e: Load, base, idx, t: Type):
+        """A gather of bytes from an allocation of at most 1024 bytes of constant size (a
+        look-up table computed by the pipeline: camera_pipe's tone curve) on a CPU with
+        AVX-512 VBMI, as byte permutes instead of one scalar load per lane: the table's
+        64-byte chunks loaded whole, each pair of them indexed by the low 7 bits of every
+        lane's index at once (vpermi2b, 64 lanes an instruction), and the pair chosen by the
+        index's higher bits (a tree of blends). Halide loads each lane on its own. Exact for
+        every index inside the allocation, which every index of a load is (bounds inference
+        sizes storage to what is read); lanes of a masked tail keep the gather. None: not
+        such a load."""
+        size = st.alloc_bytes.get(e.buffer)
+        lanes = idx.type.count
+        if not (self.vbmi and t.bits == 8 and not t.is_bool() and size is not None and size <= 1024
+                and lanes >= 16 and idx.type.element == I32T):
+            return None
+        b = st.b
+        v64 = ir.VectorType(I8T, 64)
+        chunks = [b.load(b.gep(base, [ir.Constant(I64T, 64 * j)], source_etype=I8T), typ=v64, align=64)
+                  for j in range(size // 64)]
+        if len(chunks) % 2:
+            chunks.append(ir.Constant(v64, None))            # (never indexed: past the allocation)
+        permi2b = self.decl(self._PERMI2B, v64, [v64, v64, v64])
+
+        def lookup(part):                                    # 64 lanes
+            low = b.trunc(part, v64)
+            vals = [b.call(permi2b, [chunks[2 * p], low, chunks[2 * p + 1]]) for p in range(len(chunks) // 2)]
+            high = b.trunc(b.lshr(part, ir.Constant(part.type, 7)), v64) if len(vals) > 1 else None
+            bit = 0
+            while len(vals) > 1:
+                on = b.icmp_unsigned("!=", b.and_(high, ir.Constant(v64, 1 << bit)), ir.Constant(v64, 0))
+                vals = [b.select(on, vals[i + 1], vals[i]) if i + 1 < len(vals) else vals[i]
+                        for i in range(0, len(vals), 2)]
+                bit += 1
+            return vals[0]
+        return self.in_chunks(st, 64, [idx], lookup)
 
     def strided_load(self, st: _Fn, ptr, stride: int, lanes: int, mt, t: Type):
         """Lanes ptr[0], ptr[stride], …: dense vectors of `lanes` elements covering exactly the
@@ -737,6 +787,34 @@ class CodeGenCPU(CodeGenLLVM):
         f = self.decl(f"llvm.masked.gather.{_suffix(vt)}.v{lanes}p0", vt, [ptrs.type, I32T, mask.type, vt])
         return b.call(f, [ptrs, ir.Constant(I32T, max(1, t.bits // 8)), mask, K(vt, 0)])
 
+    # ------------------------------------------------------------ rounding averages
+    def rounding_avg(self, st: _Fn, e: Cast):
+        """`uN((W(a) + W(b) + 1) / 2)` with a and b of uN (N = 8 or 16) and W any integer type
+        wide enough for the sum (Halide's avg, camera_pipe's avg8, avg16 and blur121) as x86's
+        pavgb / pavgw of the target's widest vectors, which compute exactly that. Left as
+        arithmetic, LLVM finds pavg only where the average is used at its own width: a
+        nest of them whose result is widened again (camera_pipe's unsharp mask, an i16
+        difference of two 1-2-1 blurs) became pavgw on 16-bit lanes, with the 8-bit lanes
+        unpacked to 16 first, where Halide has pavgb. None: not that pattern, or not x86."""
+        t = e.type
+        if not (self.madd_lanes and t.is_uint() and t.bits in (8, 16)):
+            return None
+        ab = _avg_operands(e.value, t)
+        if ab is None:
+            return None
+        va, vb = (self.expr(st, x) for x in ab)
+        if not (isinstance(va.type, ir.VectorType) and isinstance(vb.type, ir.VectorType)):
+            return None
+        b = st.b
+        n = va.type.count
+        widest = {32: 512, 16: 256}.get(self.madd_lanes, 128) // t.bits     # lanes of the widest
+        w = min(widest, max(128 // t.bits, 1 << (n - 1).bit_length()))
+        name = {128: "llvm.x86.sse2.pavg", 256: "llvm.x86.avx2.pavg", 512: "llvm.x86.avx512.pavg"}[w * t.bits]
+        name += (".b" if t.bits == 8 else ".w") + (".512" if w * t.bits == 512 else "")
+        vt = ir.VectorType(ir.IntType(t.bits), w)
+        fn = self.decl(name, vt, [vt, vt])
+        return self.in_chunks(st, w, [va, vb], lambda x, y: b.call(fn, [x, y]))
+
     # ------------------------------------------------------------ i16 x i16 products
     def binop(self, st: _Fn, op: str, a, b_, t: Type):
         if op == "*" and t == I32 and self.madd_lanes and isinstance(a.type, ir.VectorType):
@@ -758,21 +836,25 @@ class CodeGenCPU(CodeGenLLVM):
         if xa is None or xc is None:
             return None
         b = st.b
-        n = a.type.count
         w = self.madd_lanes // 2                       # i32 lanes per pmaddwd
-        padded = -(-n // w) * w
-        xa, xc = self._pad(st, xa, padded), self._pad(st, xc, padded)
         name = {4: "llvm.x86.sse2.pmadd.wd", 8: "llvm.x86.avx2.pmadd.wd", 16: "llvm.x86.avx512.pmaddw.d.512"}[w]
         vi16 = ir.VectorType(ir.IntType(16), 2 * w)
         fn = self.decl(name, ir.VectorType(I32T, w), [vi16, vi16])
+        return self.in_chunks(st, w, [xa, xc], lambda x, y: b.call(fn, [b.bitcast(x, vi16), b.bitcast(y, vi16)]))
+
+    def in_chunks(self, st: _Fn, w: int, args, op):
+        """op applied to the lanes of `args` (vectors of the same count) w at a time (an
+        instruction of w lanes), the lanes padded up to a multiple of w and the results'
+        lanes concatenated back to the count of args."""
+        b = st.b
+        n = args[0].type.count
+        padded = -(-n // w) * w
+        args = [self._pad(st, v, padded) for v in args]
         parts = []
         for k in range(0, padded, w):
-            def chunk(v):
-                if padded != w:
-                    v = b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
-                                         ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
-                return b.bitcast(v, vi16)
-            parts.append(b.call(fn, [chunk(xa), chunk(xc)]))
+            parts.append(op(*(v if padded == w else b.shuffle_vector(
+                v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, w), list(range(k, k + w))))
+                for v in args)))
         r = self.concat(st, parts) if len(parts) > 1 else parts[0]
         if padded != n:
             r = b.shuffle_vector(r, ir.Constant(r.type, ir.Undefined), ir.Constant(ir.VectorType(I32T, n), list(range(n))))
@@ -997,17 +1079,71 @@ class CodeGenCPU(CodeGenLLVM):
         st.b.call(printf, [self._cstr(fmt)] + vals)
 
 
+def _avg_operands(e: Expr, t: Type):
+    """(a, b) when e is `(W(a) + W(b) + 1) / 2` (or `>> 1`, the three terms added in any
+    order) with a and b of type t and W an integer type that holds a + b + 1 exactly."""
+    from hdsl.ir.expr import Const
+    if not (isinstance(e, BinOp) and e.op in ("/", ">>") and isinstance(e.b, Const)
+            and e.b.value == (2 if e.op == "/" else 1)):
+        return None
+    w = e.type
+    if not (w.is_int() or w.is_uint()) or w.bits - (1 if w.is_int() else 0) < t.bits + 1:
+        return None
+    terms = []
+
+    def flatten(x):
+        if isinstance(x, BinOp) and x.op == "+" and x.type == w:
+            flatten(x.a)
+            flatten(x.b)
+        else:
+            terms.append(x)
+    flatten(e.a)
+    if len(terms) != 3:
+        return None
+    ones = [x for x in terms if isinstance(x, Const) and x.value == 1]
+    ops = [x.value for x in terms if isinstance(x, Cast) and x.type == w and x.value.type == t]
+    if len(ones) != 1 or len(ops) != 2:
+        return None
+    return ops[0], ops[1]
+
+
+def has_features(cpu: str, *wanted: str) -> bool:
+    """Whether `cpu` (a target's CPU variant) is an x86-64 one with every feature in `wanted`
+    (LLVM's spelling: "+avx512vbmi")."""
+    from llvmlite import binding as llvm
+
+    from hdsl.runtime.jit import cpu_features
+    if not llvm.get_default_triple().startswith(("x86_64", "amd64")):
+        return False
+    features = cpu_features(cpu)[1].split(",")
+    return all(f in features for f in wanted)
+
+
+def _fold(v) -> int | None:
+    """The value of an integer LLVM value built from constants by + - * and casts (an
+    allocation's size, made from constant extents); None: not such a value."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and isinstance(v.constant, int):
+        return v.constant
+    if isinstance(v, ir.CastInstr) and v.opname in ("sext", "zext") and isinstance(v.type, ir.IntType):
+        x = _fold(v.operands[0])
+        return None if x is None or (v.opname == "zext" and x < 0) else x
+    if isinstance(v, ir.Instruction) and v.opname in ("add", "sub", "mul") and len(v.operands) == 2:
+        x, y = _fold(v.operands[0]), _fold(v.operands[1])
+        if x is None or y is None:
+            return None
+        r = x + y if v.opname == "add" else x - y if v.opname == "sub" else x * y
+        return r if -2 ** 62 < r < 2 ** 62 else None
+    return None
+
+
 def madd_lanes(cpu: str) -> int | None:
     """The i16 lanes of `cpu`'s widest pmaddwd: 32 with AVX-512BW, 16 with AVX2, else 8
     (SSE2, every x86-64); None off x86. `cpu` is a target's CPU variant ("host",
     "x86-64-avx2", ...)."""
     from llvmlite import binding as llvm
-
-    from hdsl.runtime.jit import cpu_features
     if not llvm.get_default_triple().startswith(("x86_64", "amd64")):
         return None
-    features = cpu_features(cpu)[1].split(",")
-    return 32 if "+avx512bw" in features else 16 if "+avx2" in features else 8
+    return 32 if has_features(cpu, "+avx512bw") else 16 if has_features(cpu, "+avx2") else 8
 
 
 def _i16_in_i32(b, v):

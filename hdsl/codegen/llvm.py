@@ -116,6 +116,9 @@ class _Fn:
         # lets defined by + - * (their i64 forms made on demand), None for one that cannot be
         self.wide_index = False
         self.ring_lets: dict[str, "_RingLet | None"] = {}
+        # bytes of the allocations in scope whose size is a constant (rounded up to 64 as
+        # CodeGenCPU.allocate allocates them): a look-up table's loads may read all of them
+        self.alloc_bytes: dict[str, int] = {}
 
 
 class _NotWide(Exception):
@@ -266,6 +269,11 @@ class CodeGenLLVM:
 
     def index_binop(self, st: _Fn, e: BinOp, a, c):
         """`a op c` where one is a symbolic vector index (Ramp, Interleave), kept symbolic; None: not."""
+        return None
+
+    def rounding_avg(self, st: _Fn, e: Cast):
+        """`e`, a cast in a vectorized loop, as one rounding-average instruction where it is
+        one (CodeGenCPU); None: not."""
         return None
 
     def index_cast(self, st: _Fn, e: Cast, v):
@@ -624,6 +632,8 @@ class CodeGenLLVM:
         if isinstance(e, Load):
             return self.load(st, e)
         if isinstance(e, Cast):
+            if st.lanes is not None and (r := self.rounding_avg(st, e)) is not None:
+                return r
             v = self.expr(st, e.value, keep_ramp=True)
             if isinstance(v, (Ramp, Interleave)):
                 r = self.index_cast(st, e, v)
