@@ -209,14 +209,16 @@ def test_a_pyramid_level_reading_a_coarser_level_is_computed_at_the_root():
     upwards. Computed per tile of out, each tile recomputes the coarser levels' upsampling;
     measured on interpolate (it[1..5]) and local_laplacian (og[1..5]) at the root it is
     1.4-1.9x faster, so it stays at the root. camera_pipe's demosaic producers, read at
-    x / 2 but themselves reading only their own resolution, stay per tile of the output."""
+    x / 2 but themselves reading only their own resolution, stay per step of the output's
+    strips (b_b, a half-resolution plane; b_gb, at the same resolution, is now inlined: it is
+    read in one arm of a parity select, see `test_select_arms_on_a_channel_or_a_parity...`)."""
     p = hdsl.loads(PYRAMID, "pyr.hl")
     genes = auto_genes(p.ir)
     assert genes["u1"][0].startswith("u1.compute_root()")
     it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
     assert all(it[f"it[{j}]"][0].startswith(f"it[{j}].compute_root()") for j in range(1, 9))
     cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
-    assert cam["b_gb"][0].startswith("b_gb.compute_at(processed, y_i).store_at(processed, y)")
+    assert cam["b_b"][0].startswith("b_b.compute_at(processed, y_i).store_at(processed, y)")
 
 
 @pytest.mark.parametrize("w,h", [(37, 29), (64, 48)])
@@ -273,7 +275,7 @@ def test_half_resolution_planes_slide_down_strips_two_rows_a_step():
     assert genes["den"] == ["den.compute_inline()"]
     cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
     assert cam["processed"][0].startswith("processed.reorder(c, x, y).split(y, y, y_ii, 2).split(y, y, y_i, ")
-    assert all(".store_at(processed, y)" in cam[n][0] for n in ("denoised", "g_r", "curved", "unsharp_y"))
+    assert all(".store_at(processed, y)" in cam[n][0] for n in ("g_gr", "g_r", "curved", "unsharp_y"))
     assert "split(" not in auto_genes(hdsl.load(EX / "blur.hl").ir)["out"][0]
     assert "split(" not in auto_genes(hdsl.load(EX / "bilateral_slice.hl").ir)["out"][0]
 
