@@ -288,3 +288,103 @@ def test_the_strips_equal_the_evaluator(w, h):
     raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
     c = p.compile("host", schedule="auto")
     assert _equal(c(raw=raw), p(raw=raw))
+
+
+ARMS = """
+pipeline arms
+use boundary
+
+input  img: u16[2]
+output out: u16[3]
+
+algorithm {
+    var x, y, c
+    e = repeat_edge(img)
+    a(x, y) = (e(x, y) * 3 + 1) / 5 + (e(x, y) * 7 + 2) / 9 + (e(x, y) * 11 + 3) / 13 + (e(x, y) ^ 5) / 3 + (e(x, y) | 4) / 7
+    b(x, y) = (e(x, y) * 5 + 1) / 3 + (e(x, y) * 9 + 2) / 7 + (e(x, y) * 13 + 3) / 11 + (e(x, y) ^ 3) / 5 + (e(x, y) & 4) / 7
+    lo(x, y) = (e(2 * x, y) * 3 + 1) / 5 + (e(2 * x, y) * 7 + 2) / 9 + (e(2 * x, y) * 11 + 3) / 13 + (e(2 * x, y) ^ 5) / 3
+    hi(x, y) = (e(2 * x + 1, y) * 5 + 1) / 3 + (e(2 * x + 1, y) * 9 + 2) / 7 + (e(2 * x + 1, y) * 13 + 3) / 11 + (e(2 * x + 1, y) ^ 3) / 5
+    full(x, y) = select(x % 2 == 0, lo(x / 2, y), hi(x / 2, y))
+    out(x, y, c) = select(c == 0, a(x, y), select(c == 1, b(x, y), full(x, y)))
+}
+"""
+
+
+def test_select_arms_on_a_channel_or_a_parity_count_where_chosen(monkeypatch):
+    """out(x, y, c) reads a only where c == 0 and b only where c == 1 (Halide's mux, as
+    camera_pipe's demosaiced), and full reads lo at even x and hi at odd x (camera_pipe's
+    interleaves): each is evaluated once per point it gives, so a, b and full are inlined
+    (`_arm_weights`). Counted in every arm, a and b would be evaluated 4 times per (x, y)
+    (out's 4 estimated channels) and full twice, and all three would be computed per step
+    of the strips. camera_pipe's demosaic stages (r_gr, b_gb, r, g, b) are inlined so too."""
+    import hdsl.schedule.auto as auto
+    p = hdsl.loads(ARMS, "arms.hl")
+    genes = auto_genes(p.ir)
+    assert [genes[n] for n in ("a", "b", "full")] == [[f"{n}.compute_inline()"] for n in ("a", "b", "full")]
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    assert all(cam[n] == [f"{n}.compute_inline()"] for n in ("r_gr", "b_gb", "r_b", "r", "g", "b"))
+    monkeypatch.setattr(auto, "SELECT_ARMS", False)
+    genes = auto_genes(p.ir)
+    assert all(genes[n][0].startswith(f"{n}.compute_at(out, y_i)") for n in ("a", "b", "full"))
+    img = np.random.default_rng(3).integers(0, 65536, (29, 37)).astype(np.uint16)
+    monkeypatch.setattr(auto, "SELECT_ARMS", True)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((37, 29, 3), img=img), p.realize((37, 29, 3), img=img))
+
+
+PERVEC = """
+pipeline pervec
+use boundary
+
+input  raw: u16[2]
+output out: u16[3]
+
+algorithm {
+    var x, y, c
+    shifted(x, y) = SHIFTED
+    den(x, y) = min(shifted(x, y), max(shifted(x - 2, y), shifted(x + 2, y), shifted(x, y - 2), shifted(x, y + 2)))
+    lo(x, y) = den(2 * x, 2 * y) / 2 + den(2 * x + 1, 2 * y + 1) / 2
+    hi(x, y) = den(2 * x + 1, 2 * y) / 2 + den(2 * x, 2 * y + 1) / 2
+    full(x, y) = select(x % 2 == 0, lo(x / 2, y / 2), hi(x / 2, y / 2))
+    dem(x, y, c) = select(c == 0, full(x, y), select(c == 1, full(x, y) / 2 + lo(x / 2, y / 2) / 2, full(x, y) / 2 + hi(x / 2, y / 2) / 2))
+    mix(x, y, c) = dem(x, y, 0) / 4 + dem(x, y, 1) / 4 + dem(x, y, 2) / 4 + u16(c)
+    curved(x, y, c) = mix(x, y, c) / 3 + u16(1)
+    out(x, y, c) = curved(x, y - 1, c) / 4 + curved(x, y, c) / 2 + curved(x, y + 1, c) / 4
+}
+"""
+
+
+def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(monkeypatch):
+    """dem is computed (mix reads it at three channels) per step of out's strips, and read
+    only at its reader's own (x, y), through mix (inlined), by curved (per step too): it is
+    computed per vector of curved, and so is mix; curved's tiles are a vector wide and a
+    step (2 rows) high, rounded up, channels innermost (camera_pipe's demosaic and colour
+    correction inside its tone curve: Halide's camera_pipe schedule, camera_pipe_generator.cpp
+    lines 499-564, `curved.tile(x, y, xi, yi, vec, 2).unroll(yi)`, `demosaiced` and
+    `corrected` at `curved, x`). Without a boundary condition on the input, the rounded-up
+    tiles could read past it: no per-vector placement then."""
+    import hdsl.schedule.auto as auto
+    genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
+    assert re.fullmatch(r"curved\.compute_at\(out, y_i\)\.store_at\(out, y\)\.reorder\(c, x, y\)\.tile\(x, y, x, y, "
+                        r"x_i, y_i, \d+, 2, round_up\)\.vectorize\(x_i\)\.unroll\(y_i\)", genes["curved"][0])
+    for n in ("dem", "mix"):
+        assert genes[n] == [f"{n}.compute_at(curved, x).reorder(c, x, y).vectorize(x).unroll(y)"]
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    for n in ("demosaiced", "corrected"):
+        assert cam[n][0].startswith(f"{n}.compute_at(curved, x).reorder(c, x, y)")
+    assert ".tile(x, y, x, y, x_i, y_i, " in cam["curved"][0]
+    bare = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "raw(x, y)"), "pervec.hl").ir)
+    assert "tile(" not in bare["curved"][0] and "compute_at(curved" not in bare["dem"][0]
+    monkeypatch.setattr(auto, "PER_VECTOR", False)
+    genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
+    assert genes["dem"][0].startswith("dem.compute_at(out, y_i)") and genes["mix"] == ["mix.compute_inline()"]
+
+
+@pytest.mark.parametrize("w,h", [(37, 29), (70, 67)])
+def test_per_vector_producers_equal_the_evaluator(w, h):
+    """Tiles rounded up past a width that is no multiple of the vector, and a last strip and
+    step cut short (29, 67 rows)."""
+    p = hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl")
+    raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((w, h, 3), raw=raw), p.realize((w, h, 3), raw=raw))
