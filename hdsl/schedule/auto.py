@@ -21,6 +21,10 @@ reductions), with what measuring the examples taught (benchmarks/RESULTS.md):
 - a stage whose tiles hold a half-resolution plane (camera_pipe's deinterleave) runs in
   strips of whole rows instead, a step of as many rows as the resolution factor, its
   producers computed per step and stored per strip: they slide (`strip_directives`);
+  a producer of such a strip read only at its reader's own coordinates (camera_pipe's
+  demosaic) is computed per vector of that reader instead (`per_vector`);
+- a call in an arm of a select on a channel index or a parity counts only where that arm
+  is chosen (`_arm_weights`);
 - the vector width is two of the target's vector registers over the widest type the
   stage computes in; dims estimated at most SMALL wide (colour channels) are neither
   tiled nor vectorized, and an output's are innermost (its interleaved layout).
