@@ -348,8 +348,6 @@ def decide(p: Pipeline, stages: dict[int, _Stage]) -> None:
             if _inlined_cost(f, stages, {}) * evals[id(f)] / _points(s) <= INLINE_BUDGET \
                     and not _has_at_users(f, stages):
                 s.choice = "inline"
-    if PER_VECTOR:
-        per_vector(p, stages)
 
 
 def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
@@ -718,6 +716,8 @@ def auto_genes(p: Pipeline, target: str = "host") -> dict[str, list[str]]:
         return gpu_genes(p, target)
     stages = analyse(p, target)
     decide(p, stages)
+    if PER_VECTOR:          # (CPU loops: not in `decide`, which the GPU rules and tune share)
+        per_vector(p, stages)
     tiled_roots = {id(s.at[0]) for s in stages.values() if s.choice == "at"}
     genes: dict[str, list[str]] = {}
     for f, s in scheduled_stages(p, stages):
