@@ -379,16 +379,23 @@ def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
         if u.choice != "at" or u.at[0] is not site.f or u.f.updates or len(_large_dims(u)) < 2 \
                 or u.per_vector or not _expandable(u.f, stages, frozenset(u.f.args[d] for d in _large_dims(u)[:2])):
             continue
-        calls = _reads_through_inlined(f, u.f, stages)
-        if not calls or any(_arg_kind(c.args[d]) != "var" or c.args[d].name != f.args[d]
-                            for c in calls for d in _large_dims(s)):
+        between = _between(f, u.f, stages)
+        if not all(_pointwise(stages[id(g)], _reads_through_inlined(g, u.f, stages)) for g in [f] + between):
             continue
         x = u.f.args[_large_dims(u)[0]]
         u.per_vector = site.strip
         s.at = (u.f, x)
-        for g in _between(f, u.f, stages):
+        for g in between:
             if stages[id(g)].choice == "inline":
                 stages[id(g)].choice, stages[id(g)].at = "at", (u.f, x)
+
+
+def _pointwise(s: _Stage, calls) -> bool:
+    """Whether these calls of s read it only at the caller's own coordinates (the same
+    vars, unshifted) in each of s's two or more large dims."""
+    large = _large_dims(s)
+    return len(large) >= 2 and bool(calls) and all(
+        _arg_kind(c.args[d]) == "var" and c.args[d].name == s.f.args[d] for c in calls for d in large)
 
 
 def _between(f: Func, user: Func, stages) -> list[Func]:

@@ -362,7 +362,8 @@ def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(m
     correction inside its tone curve: Halide's camera_pipe schedule, camera_pipe_generator.cpp
     lines 499-564, `curved.tile(x, y, xi, yi, vec, 2).unroll(yi)`, `demosaiced` and
     `corrected` at `curved, x`). Without a boundary condition on the input, the rounded-up
-    tiles could read past it: no per-vector placement then."""
+    tiles could read past it: no per-vector placement then; nor where a Func between them is
+    read at a neighbour's coordinates."""
     import hdsl.schedule.auto as auto
     genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
     assert re.fullmatch(r"curved\.compute_at\(out, y_i\)\.store_at\(out, y\)\.reorder\(c, x, y\)\.tile\(x, y, x, y, "
@@ -375,6 +376,10 @@ def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(m
     assert ".tile(x, y, x, y, x_i, y_i, " in cam["curved"][0]
     bare = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "raw(x, y)"), "pervec.hl").ir)
     assert "tile(" not in bare["curved"][0] and "compute_at(curved" not in bare["dem"][0]
+    # mix read at x + 1 by curved: its vector would need a neighbour's dem (not per vector)
+    shift = PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)").replace("mix(x, y, c) / 3", "mix(x + 1, y, c) / 3")
+    genes = auto_genes(hdsl.loads(shift, "pervec.hl").ir)
+    assert "compute_at(curved" not in genes["dem"][0] and "tile(" not in genes["curved"][0]
     monkeypatch.setattr(auto, "PER_VECTOR", False)
     genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
     assert genes["dem"][0].startswith("dem.compute_at(out, y_i)") and genes["mix"] == ["mix.compute_inline()"]
