@@ -362,10 +362,10 @@ def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
     colour correction) are computed per vector too. U's tiles are rounded up (a constant
     vector for P), so only where U and all it reads may be computed past their region: no
     updates, inputs read through a boundary condition.
-    camera_pipe at 2560x1920, interleaved at load 4-6: 1.36x of the hand-written schedule's
-    time without this rule, ~1.1x with it (the demosaic per step of the strip, each of its
-    channels vectorized on its own: 1.36x; the colour correction inlined: +10%; U's tiles
-    one row high: +5-9%)."""
+    camera_pipe at 2560x1920, interleaved at loads 4-13: 1.36-1.47x of the hand-written
+    schedule's time without this rule (and `_arm_weights`), 1.07-1.09x with it; the colour
+    correction left inlined: +10%; U's tiles one row high: +5-9%; U's channels outside its
+    tiles (each channel recomputing P): no gain at all."""
     funcs = topo_order(p.outputs)
     for f in reversed(funcs):
         s = stages[id(f)]
@@ -377,7 +377,7 @@ def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
             continue
         u = stages[id(users[0])]
         if u.choice != "at" or u.at[0] is not site.f or u.f.updates or len(_large_dims(u)) < 2 \
-                or u.per_vector or not _expandable(u.f, stages, frozenset(u.f.args[d] for d in _large_dims(u)[:2])):
+                or not _expandable(u.f, stages, frozenset(u.f.args[d] for d in _large_dims(u)[:2])):
             continue
         between = _between(f, u.f, stages)
         if not all(_pointwise(stages[id(g)], _reads_through_inlined(g, u.f, stages)) for g in [f] + between):
