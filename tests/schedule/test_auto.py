@@ -393,3 +393,37 @@ def test_per_vector_producers_equal_the_evaluator(w, h):
     raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
     c = p.compile("host", schedule="auto")
     assert _equal(c.realize((w, h, 3), raw=raw), p.realize((w, h, 3), raw=raw))
+
+
+CHANS = """
+pipeline chans
+use boundary
+input  img: f32[3]
+output out: f32[3]
+algorithm {
+    var x, y, c
+    e = repeat_edge(img)
+    d1(x, y, c) = (e(2 * x, 2 * y, c) + e(2 * x + 1, 2 * y, c) + e(2 * x, 2 * y + 1, c) + e(2 * x + 1, 2 * y + 1, c)) * 0.25f
+    d2(x, y, c) = (d1(2 * x, 2 * y, c) + d1(2 * x + 1, 2 * y, c) + d1(2 * x, 2 * y + 1, c) + d1(2 * x + 1, 2 * y + 1, c)) * 0.25f
+    out(x, y, c) = e(x, y, c) + 0.5f * d1(x / 2, y / 2, c) + 0.25f * d2(x / 4, y / 4, c)
+}
+"""
+
+
+def test_a_root_stages_channels_run_between_its_vectors_and_its_rows(monkeypatch):
+    """d2 (a pyramid level, at the root, 4 estimated channels) computes and stores a row's
+    channels together, inside its parallel rows: `reorder_storage(x, c, y).reorder(x, c, y)`,
+    as Halide's interpolate schedule (`downsampled[l].reorder(x, c, y)`) and local_laplacian's
+    (`gPyramid[j].reorder_storage(x, k, y).reorder(k, y)`) do. Channels outermost, the
+    parallel loop starts once per channel."""
+    import hdsl.schedule.auto as auto
+    p = hdsl.loads(CHANS, "chans.hl")
+    assert auto_genes(p.ir)["d2"] == ["d2.compute_root().reorder_storage(x, c, y).reorder(x, c, y)"
+                                      ".vectorize(x, 16).parallel(y, 3)"]
+    it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
+    assert it["ds[2]"][0].startswith("ds[2].compute_root().reorder_storage(x, c, y).reorder(x, c, y).")
+    img = np.random.default_rng(5).random((29, 37, 3)).astype(np.float32)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((37, 29, 3), img=img), p.realize((37, 29, 3), img=img))
+    monkeypatch.setattr(auto, "ROOT_CHANNELS_INSIDE", False)
+    assert auto_genes(p.ir)["d2"] == ["d2.compute_root().vectorize(x, 16).parallel(y, 3)"]
