@@ -209,14 +209,16 @@ def test_a_pyramid_level_reading_a_coarser_level_is_computed_at_the_root():
     upwards. Computed per tile of out, each tile recomputes the coarser levels' upsampling;
     measured on interpolate (it[1..5]) and local_laplacian (og[1..5]) at the root it is
     1.4-1.9x faster, so it stays at the root. camera_pipe's demosaic producers, read at
-    x / 2 but themselves reading only their own resolution, stay per tile of the output."""
+    x / 2 but themselves reading only their own resolution, stay per step of the output's
+    strips (b_b, a half-resolution plane; b_gb, at the same resolution, is now inlined: it is
+    read in one arm of a parity select, see `test_select_arms_on_a_channel_or_a_parity...`)."""
     p = hdsl.loads(PYRAMID, "pyr.hl")
     genes = auto_genes(p.ir)
     assert genes["u1"][0].startswith("u1.compute_root()")
     it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
     assert all(it[f"it[{j}]"][0].startswith(f"it[{j}].compute_root()") for j in range(1, 9))
     cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
-    assert cam["b_gb"][0].startswith("b_gb.compute_at(processed, y_i).store_at(processed, y)")
+    assert cam["b_b"][0].startswith("b_b.compute_at(processed, y_i).store_at(processed, y)")
 
 
 @pytest.mark.parametrize("w,h", [(37, 29), (64, 48)])
@@ -273,7 +275,7 @@ def test_half_resolution_planes_slide_down_strips_two_rows_a_step():
     assert genes["den"] == ["den.compute_inline()"]
     cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
     assert cam["processed"][0].startswith("processed.reorder(c, x, y).split(y, y, y_ii, 2).split(y, y, y_i, ")
-    assert all(".store_at(processed, y)" in cam[n][0] for n in ("denoised", "g_r", "curved", "unsharp_y"))
+    assert all(".store_at(processed, y)" in cam[n][0] for n in ("g_gr", "g_r", "curved", "unsharp_y"))
     assert "split(" not in auto_genes(hdsl.load(EX / "blur.hl").ir)["out"][0]
     assert "split(" not in auto_genes(hdsl.load(EX / "bilateral_slice.hl").ir)["out"][0]
 
@@ -286,3 +288,142 @@ def test_the_strips_equal_the_evaluator(w, h):
     raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
     c = p.compile("host", schedule="auto")
     assert _equal(c(raw=raw), p(raw=raw))
+
+
+ARMS = """
+pipeline arms
+use boundary
+
+input  img: u16[2]
+output out: u16[3]
+
+algorithm {
+    var x, y, c
+    e = repeat_edge(img)
+    a(x, y) = (e(x, y) * 3 + 1) / 5 + (e(x, y) * 7 + 2) / 9 + (e(x, y) * 11 + 3) / 13 + (e(x, y) ^ 5) / 3 + (e(x, y) | 4) / 7
+    b(x, y) = (e(x, y) * 5 + 1) / 3 + (e(x, y) * 9 + 2) / 7 + (e(x, y) * 13 + 3) / 11 + (e(x, y) ^ 3) / 5 + (e(x, y) & 4) / 7
+    lo(x, y) = (e(2 * x, y) * 3 + 1) / 5 + (e(2 * x, y) * 7 + 2) / 9 + (e(2 * x, y) * 11 + 3) / 13 + (e(2 * x, y) ^ 5) / 3
+    hi(x, y) = (e(2 * x + 1, y) * 5 + 1) / 3 + (e(2 * x + 1, y) * 9 + 2) / 7 + (e(2 * x + 1, y) * 13 + 3) / 11 + (e(2 * x + 1, y) ^ 3) / 5
+    full(x, y) = select(x % 2 == 0, lo(x / 2, y), hi(x / 2, y))
+    out(x, y, c) = select(c == 0, a(x, y), select(c == 1, b(x, y), full(x, y)))
+}
+"""
+
+
+def test_select_arms_on_a_channel_or_a_parity_count_where_chosen(monkeypatch):
+    """out(x, y, c) reads a only where c == 0 and b only where c == 1 (Halide's mux, as
+    camera_pipe's demosaiced), and full reads lo at even x and hi at odd x (camera_pipe's
+    interleaves): each is evaluated once per point it gives, so a, b and full are inlined
+    (`_arm_weights`). Counted in every arm, a and b would be evaluated 4 times per (x, y)
+    (out's 4 estimated channels) and full twice, and all three would be computed per step
+    of the strips. camera_pipe's demosaic stages (r_gr, b_gb, r, g, b) are inlined so too."""
+    import hdsl.schedule.auto as auto
+    p = hdsl.loads(ARMS, "arms.hl")
+    genes = auto_genes(p.ir)
+    assert [genes[n] for n in ("a", "b", "full")] == [[f"{n}.compute_inline()"] for n in ("a", "b", "full")]
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    assert all(cam[n] == [f"{n}.compute_inline()"] for n in ("r_gr", "b_gb", "r_b", "r", "g", "b"))
+    monkeypatch.setattr(auto, "SELECT_ARMS", False)
+    genes = auto_genes(p.ir)
+    assert all(genes[n][0].startswith(f"{n}.compute_at(out, y_i)") for n in ("a", "b", "full"))
+    img = np.random.default_rng(3).integers(0, 65536, (29, 37)).astype(np.uint16)
+    monkeypatch.setattr(auto, "SELECT_ARMS", True)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((37, 29, 3), img=img), p.realize((37, 29, 3), img=img))
+
+
+PERVEC = """
+pipeline pervec
+use boundary
+
+input  raw: u16[2]
+output out: u16[3]
+
+algorithm {
+    var x, y, c
+    shifted(x, y) = SHIFTED
+    den(x, y) = min(shifted(x, y), max(shifted(x - 2, y), shifted(x + 2, y), shifted(x, y - 2), shifted(x, y + 2)))
+    lo(x, y) = den(2 * x, 2 * y) / 2 + den(2 * x + 1, 2 * y + 1) / 2
+    hi(x, y) = den(2 * x + 1, 2 * y) / 2 + den(2 * x, 2 * y + 1) / 2
+    full(x, y) = select(x % 2 == 0, lo(x / 2, y / 2), hi(x / 2, y / 2))
+    dem(x, y, c) = select(c == 0, full(x, y), select(c == 1, full(x, y) / 2 + lo(x / 2, y / 2) / 2, full(x, y) / 2 + hi(x / 2, y / 2) / 2))
+    mix(x, y, c) = dem(x, y, 0) / 4 + dem(x, y, 1) / 4 + dem(x, y, 2) / 4 + u16(c)
+    curved(x, y, c) = mix(x, y, c) / 3 + u16(1)
+    out(x, y, c) = curved(x, y - 1, c) / 4 + curved(x, y, c) / 2 + curved(x, y + 1, c) / 4
+}
+"""
+
+
+def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(monkeypatch):
+    """dem is computed (mix reads it at three channels) per step of out's strips, and read
+    only at its reader's own (x, y), through mix (inlined), by curved (per step too): it is
+    computed per vector of curved, and so is mix; curved's tiles are a vector wide and a
+    step (2 rows) high, rounded up, channels innermost (camera_pipe's demosaic and colour
+    correction inside its tone curve: Halide's camera_pipe schedule, camera_pipe_generator.cpp
+    lines 499-564, `curved.tile(x, y, xi, yi, vec, 2).unroll(yi)`, `demosaiced` and
+    `corrected` at `curved, x`). Without a boundary condition on the input, the rounded-up
+    tiles could read past it: no per-vector placement then; nor where a Func between them is
+    read at a neighbour's coordinates."""
+    import hdsl.schedule.auto as auto
+    genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
+    assert re.fullmatch(r"curved\.compute_at\(out, y_i\)\.store_at\(out, y\)\.reorder\(c, x, y\)\.tile\(x, y, x, y, "
+                        r"x_i, y_i, \d+, 2, round_up\)\.vectorize\(x_i\)\.unroll\(y_i\)", genes["curved"][0])
+    for n in ("dem", "mix"):
+        assert genes[n] == [f"{n}.compute_at(curved, x).reorder(c, x, y).vectorize(x).unroll(y)"]
+    cam = auto_genes(hdsl.load(EX / "camera_pipe.hl").ir)
+    for n in ("demosaiced", "corrected"):
+        assert cam[n][0].startswith(f"{n}.compute_at(curved, x).reorder(c, x, y)")
+    assert ".tile(x, y, x, y, x_i, y_i, " in cam["curved"][0]
+    bare = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "raw(x, y)"), "pervec.hl").ir)
+    assert "tile(" not in bare["curved"][0] and "compute_at(curved" not in bare["dem"][0]
+    # mix read at x + 1 by curved: its vector would need a neighbour's dem (not per vector)
+    shift = PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)").replace("mix(x, y, c) / 3", "mix(x + 1, y, c) / 3")
+    genes = auto_genes(hdsl.loads(shift, "pervec.hl").ir)
+    assert "compute_at(curved" not in genes["dem"][0] and "tile(" not in genes["curved"][0]
+    monkeypatch.setattr(auto, "PER_VECTOR", False)
+    genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
+    assert genes["dem"][0].startswith("dem.compute_at(out, y_i)") and genes["mix"] == ["mix.compute_inline()"]
+
+
+@pytest.mark.parametrize("w,h", [(37, 29), (70, 67)])
+def test_per_vector_producers_equal_the_evaluator(w, h):
+    """Tiles rounded up past a width that is no multiple of the vector, and a last strip and
+    step cut short (29, 67 rows)."""
+    p = hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl")
+    raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((w, h, 3), raw=raw), p.realize((w, h, 3), raw=raw))
+
+
+CHANS = """
+pipeline chans
+use boundary
+input  img: f32[3]
+output out: f32[3]
+algorithm {
+    var x, y, c
+    e = repeat_edge(img)
+    d1(x, y, c) = (e(2 * x, 2 * y, c) + e(2 * x + 1, 2 * y, c) + e(2 * x, 2 * y + 1, c) + e(2 * x + 1, 2 * y + 1, c)) * 0.25f
+    d2(x, y, c) = (d1(2 * x, 2 * y, c) + d1(2 * x + 1, 2 * y, c) + d1(2 * x, 2 * y + 1, c) + d1(2 * x + 1, 2 * y + 1, c)) * 0.25f
+    out(x, y, c) = e(x, y, c) + 0.5f * d1(x / 2, y / 2, c) + 0.25f * d2(x / 4, y / 4, c)
+}
+"""
+
+
+def test_a_root_stages_channels_run_between_its_vectors_and_its_rows(monkeypatch):
+    """d2 (a pyramid level, at the root, 4 estimated channels) computes and stores a row's
+    channels together, inside its parallel rows: `reorder_storage(x, c, y).reorder(x, c, y)`,
+    as Halide's interpolate schedule (`downsampled[l].reorder(x, c, y)`) and local_laplacian's
+    (`gPyramid[j].reorder_storage(x, k, y).reorder(k, y)`) do. Channels outermost, the
+    parallel loop starts once per channel."""
+    import hdsl.schedule.auto as auto
+    p = hdsl.loads(CHANS, "chans.hl")
+    assert auto_genes(p.ir)["d2"] == ["d2.compute_root().reorder_storage(x, c, y).reorder(x, c, y)"
+                                      ".vectorize(x, 16).parallel(y, 3)"]
+    it = auto_genes(hdsl.load(EX / "interpolate.hl").ir)
+    assert it["ds[2]"][0].startswith("ds[2].compute_root().reorder_storage(x, c, y).reorder(x, c, y).")
+    img = np.random.default_rng(5).random((29, 37, 3)).astype(np.float32)
+    c = p.compile("host", schedule="auto")
+    assert _equal(c.realize((37, 29, 3), img=img), p.realize((37, 29, 3), img=img))
+    monkeypatch.setattr(auto, "ROOT_CHANNELS_INSIDE", False)
+    assert auto_genes(p.ir)["d2"] == ["d2.compute_root().vectorize(x, 16).parallel(y, 3)"]
