@@ -32,6 +32,10 @@ from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE, ERR_OUT_OF_MEMORY
 from hdsl.runtime.abi import llvm_buffer_type
 
 MAX_DIMS = 8
+# the memory intrinsics the code generator calls (name without its type suffixes) -> which
+# argument is the address (a vector of addresses for gathers and scatters)
+_MEMORY_INTRINSIC_PTR = {"llvm.masked.load": 0, "llvm.masked.store": 1, "llvm.masked.gather": 0,
+                         "llvm.masked.scatter": 1}
 BUFFER_T = llvm_buffer_type()           # hdsl/runtime/abi.py
 TASK_T = ir.FunctionType(I32T, [PTR, I32T])
 
@@ -41,6 +45,14 @@ _ABSENT_RING = object()
 
 
 class CodeGenCPU(CodeGenLLVM):
+    # Each buffer's loads and stores carry their own TBAA type (alias_info): buffers never
+    # overlap (the pipeline's allocations are its own; the call path refuses inputs and
+    # outputs that overlap, docs/python.md; C callers must not pass such), so LLVM may keep
+    # a value loaded from one buffer across stores to another (camera_pipe's colour matrix,
+    # loaded once per row instead of once per vector). Host code of GPU pipelines has none
+    # (its buffers are also written by device copies).
+    ALIAS_INFO = True
+
     def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl",
                  cpu: str | None = None, nontemporal: frozenset = frozenset()):
         super().__init__(name, fast_math)
@@ -53,6 +65,7 @@ class CodeGenCPU(CodeGenLLVM):
         self.madd_lanes = madd_lanes(cpu) if cpu is not None else None
         # byte permutes over two 64-byte tables (vpermi2b: AVX-512 VBMI)
         self.vbmi = cpu is not None and has_features(cpu, "+avx512vbmi")
+        self.buffer_bases: dict[int, tuple] = {}      # id(host pointer value) -> (value, buffer name)
         self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
 
     # ------------------------------------------------------------ entry
@@ -90,6 +103,8 @@ class CodeGenCPU(CodeGenLLVM):
         if not b.block.is_terminated:
             self.stream_fence(st)
             b.ret(ir.Constant(I32T, 0))
+        if self.ALIAS_INFO:
+            self.alias_info()
         return self.module
 
     def stream_fence(self, st: _Fn):
@@ -121,6 +136,43 @@ class CodeGenCPU(CodeGenLLVM):
             with other:
                 b.store(v, ptr, align=align)
 
+    def base_of(self, name: str, v) -> None:
+        """v is the host pointer of buffer `name` (its accesses are tagged by alias_info)."""
+        self.buffer_bases[id(v)] = (v, name)
+
+    def alias_info(self) -> None:
+        """Every load and store (masked and gathered ones too) whose address is a buffer's host
+        pointer plus offsets gets that buffer's TBAA access tag (a scalar type of its own under
+        one root: tags of two buffers never alias; LLVM's LangRef, "tbaa" metadata).
+        Accesses to anything else (buffer descriptors, closures, error info) keep none."""
+        m = self.module
+        root = m.add_metadata([ir.MetaDataString(m, "hdsl buffers")])
+        tags: dict[str, object] = {}
+        zero = ir.Constant(I64T, 0)
+        bases = self.buffer_bases
+        for f in m.functions:
+            for blk in f.blocks:
+                for ins in blk.instructions:
+                    if isinstance(ins, ir.LoadInstr):
+                        ptr = ins.operands[0]
+                    elif isinstance(ins, ir.StoreInstr):
+                        ptr = ins.operands[1]
+                    elif isinstance(ins, ir.CallInstr) and (k := _MEMORY_INTRINSIC_PTR.get(
+                            getattr(ins.callee, "name", "").rsplit(".", 2)[0])) is not None:
+                        ptr = ins.args[k]
+                    else:
+                        continue
+                    while isinstance(ptr, ir.GEPInstr):
+                        ptr = ptr.pointer
+                    hit = bases.get(id(ptr))
+                    if hit is None or hit[0] is not ptr:
+                        continue
+                    tag = tags.get(hit[1])
+                    if tag is None:
+                        ty = m.add_metadata([ir.MetaDataString(m, f"hdsl.{hit[1]}"), root, zero])
+                        tag = tags[hit[1]] = m.add_metadata([ty, ty, zero])
+                    ins.set_metadata("tbaa", tag)
+
     def entry(self, st: _Fn, arg, k: int) -> None:
         """After the arguments are bound: arguments past the outputs (arg(k), ...) for a
         subclass (GPU pipelines take their device table there, codegen/device_host.py)."""
@@ -131,6 +183,7 @@ class CodeGenCPU(CodeGenLLVM):
         b = st.b
         host = b.load(b.gep(ptr, [ir.Constant(I32T, 0), ir.Constant(I32T, 0)], source_etype=BUFFER_T), typ=PTR)
         st.syms[name] = (host, None)
+        self.base_of(name, host)
         span = ir.Constant(I64T, 1)
         for d in range(dims):
             fields = {}
@@ -192,6 +245,11 @@ class CodeGenCPU(CodeGenLLVM):
                 malloc = self.decl(f"{self.runtime_prefix}_malloc", PTR, [I64T])
                 if "noalias" not in malloc.return_value.attributes:
                     malloc.return_value.add_attribute("noalias")     # fresh memory, as malloc's
+                    # (and like malloc it touches only its own bookkeeping: a loop that
+                    # allocates per iteration still keeps values loaded from other buffers)
+                    if self.ALIAS_INFO:
+                        malloc.attributes.add("inaccessiblememonly")
+                        malloc.attributes.add("nounwind")
                 on_heap = b.call(malloc, [rounded])
                 heap_block = b.block
         mem = b.phi(PTR)
@@ -206,12 +264,18 @@ class CodeGenCPU(CodeGenLLVM):
         known = _fold(elements)
         if known is not None and known > 0:
             st.alloc_bytes[s.name] = -(-known * max(1, s.type.bits // 8) // 64) * 64
+        self.base_of(s.name, mem)
         self.stmt(st, s.body)
         st.alloc_bytes.pop(s.name, None)
         if old_bytes is not None:
             st.alloc_bytes[s.name] = old_bytes
         with b.if_then(b.not_(small)):
-            b.call(self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR]), [mem])
+            free = self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR])
+            if self.ALIAS_INFO and "nounwind" not in free.attributes:
+                # (the block it frees, its header and the allocator's own state: no other buffer)
+                free.attributes.add("inaccessiblemem_or_argmemonly")
+                free.attributes.add("nounwind")
+            b.call(free, [mem])
         b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
         if old is None:
             del st.syms[s.name]
@@ -483,6 +547,8 @@ class CodeGenCPU(CodeGenLLVM):
             v = inner.b.load(inner.b.gep(cl, [ir.Constant(I32T, 0), ir.Constant(I32T, k)], source_etype=closure_t),
                              typ=types[k])
             inner.syms[n] = (v, st.syms[n][1])
+            if st.syms[n][1] is None and id(st.syms[n][0]) in self.buffer_bases:
+                self.base_of(self.buffer_bases[id(st.syms[n][0])][1], v)
         inner.syms[s.var] = (idx, I32)
         for n in consts:
             inner.syms[n] = st.syms[n]

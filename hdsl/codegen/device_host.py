@@ -40,6 +40,8 @@ KERNEL_T = ir.FunctionType(I32T, [PTR])
 
 
 class CodeGenHostGPU(CodeGenCPU):
+    ALIAS_INFO = False       # (device copies write the host's buffers too: CodeGenCPU.ALIAS_INFO)
+
     def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl",
                  device: str = "host_emulate"):
         super().__init__(pipeline, name, fast_math, runtime_prefix)

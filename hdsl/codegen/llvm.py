@@ -110,7 +110,10 @@ class _Fn:
         self.err_info = None
         self.lanes: int | None = None        # inside a vectorized loop: its width
         self.mask = None                     # inside a vector guard: the active lanes
-        self.cache: dict = {}                # id(expr) -> (expr, value) for CSE
+        self.cache: dict = {}                # id(expr) -> (expr, value[, made at]) for CSE
+        self.clock = 0                       # counts the stores generated (and loops entered)
+        self.printed = False                 # whether a print has been generated (and cached)
+        self.written_at: dict = {}           # buffer -> the clock when it was last written
         # 64-bit addressing of scalar loads and stores (CodeGenLLVM.wide_index): on only where
         # every variable's value is known exact (the CPU's functions); ring_lets holds the i32
         # lets defined by + - * (their i64 forms made on demand), None for one that cannot be
@@ -119,6 +122,16 @@ class _Fn:
         # bytes of the allocations in scope whose size is a constant (rounded up to 64 as
         # CodeGenCPU.allocate allocates them): a look-up table's loads may read all of them
         self.alloc_bytes: dict[str, int] = {}
+
+
+    def wrote(self, buffer: str) -> None:
+        """`buffer` is written here: what was read from it before no longer holds."""
+        self.written_at[buffer] = self.clock      # (what was made up to now is stale)
+        self.clock += 1
+
+
+ANY_BUFFER = "\0any"          # written_at's key for a statement that may write any buffer
+_NO_BUFFERS: frozenset = frozenset()
 
 
 class _NotWide(Exception):
@@ -161,6 +174,8 @@ class CodeGenLLVM:
         self.fast_math = fast_math
         self.module = ir.Module(name=name)
         self._decls: dict[str, ir.Function] = {}
+        self._written_memo: dict = {}
+        self._reads_memo: dict = {}
 
     # ------------------------------------------------------------ declarations
     def decl(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg=False) -> ir.Function:
@@ -178,14 +193,105 @@ class CodeGenLLVM:
     # ------------------------------------------------------------ entry
     # ------------------------------------------------------------ statements
     def stmt(self, st: _Fn, s: Stmt):
-        # (a let of a fresh name keeps what is cached: nothing cached can mention the name,
-        # and the values it holds dominate the let's body. A chain of bounds lets then
-        # shares its subexpressions: the local Laplacian's entry had ~3000 divisions)
-        if isinstance(s, (For, IfThenElse, Allocate)) or (isinstance(s, LetStmt) and s.name in st.syms):
-            st.cache = {}
+        # The cache of generated values (expr) is scoped like the statements: a value made
+        # before a loop, a guard, a let or an allocation dominates everything inside it and
+        # after it, so it is reused there (the local Laplacian's entry function computed its
+        # bounds again in every scope: 11900 instructions for ~1700 distinct operations).
+        # Inside a loop, what depends on the loop var (or prints) is hidden, and the buffers
+        # the loop writes count as written at its top (a value read from them before the
+        # loop is stale from the second iteration on: st.written_at). Values made inside a
+        # statement are dropped at its end: they need not dominate what follows, and a later
+        # statement may bind the same names again.
+        if isinstance(s, Block):
+            for x in s.stmts:
+                self.stmt(st, x)
+            return
+        if isinstance(s, (Store, Assert, Evaluate)):
+            self._stmt(st, s)
+            return
+        saved = st.cache
+        if isinstance(s, For):
+            for name in self.written(s.body):
+                st.wrote(name)
+            if s.var in st.syms or st.printed:
+                # (a var of a fresh name: nothing cached mentions it, as what mentioned an
+                # earlier binding of the name was dropped with that binding's scope)
+                memo: dict = {}
+                st.cache = {i: hit for i, hit in saved.items() if not _varies(hit[0], s.var, frozenset(), memo)}
+            else:
+                st.cache = dict(saved)
+        elif isinstance(s, (LetStmt, IfThenElse, Allocate)):
+            st.cache = dict(saved)
+        else:
+            st.wrote(ANY_BUFFER)      # (a statement of a subclass: device copies, launches)
         self._stmt(st, s)
-        if isinstance(s, (LetStmt, For, IfThenElse, Allocate)):
-            st.cache = {}      # values made inside a branch or loop body do not dominate what follows
+        st.cache = saved
+
+    def written(self, s: Stmt) -> frozenset:
+        """The buffers statement s stores to (kept per statement: loops nest); ANY_BUFFER
+        for a statement of a subclass (a device copy, a kernel launch)."""
+        memo = self._written_memo
+        got = memo.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        names: set = set()
+        todo = [s]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, Store):
+                names.add(x.buffer)
+            elif isinstance(x, Block):
+                todo.extend(x.stmts)
+            elif isinstance(x, IfThenElse):
+                todo.append(x.then)
+                if x.otherwise is not None:
+                    todo.append(x.otherwise)
+            elif isinstance(x, (LetStmt, For, Allocate)):
+                names |= self.written(x.body)
+            elif not isinstance(x, (Assert, Evaluate)):
+                names.add(ANY_BUFFER)
+        out = frozenset(names)
+        memo[id(s)] = (s, out)
+        return out
+
+    def reads(self, e: Expr) -> frozenset:
+        """The buffers expression e loads from (a property of the interned node: kept)."""
+        memo = self._reads_memo
+        got = memo.get(id(e))
+        if got is not None and got[0] is e:
+            return got[1]
+        todo = [e]
+        while todo:
+            n = todo[-1]
+            got = memo.get(id(n))
+            if got is not None and got[0] is n:
+                todo.pop()
+                continue
+            kids = [c for c in n.children() if (g := memo.get(id(c))) is None or g[0] is not c]
+            if kids:
+                todo.extend(kids)
+                continue
+            todo.pop()
+            r = frozenset().union(*(memo[id(c)][1] for c in n.children()))
+            if isinstance(n, Load):
+                r = r | {n.buffer}
+            memo[id(n)] = (n, r if r else _NO_BUFFERS)
+        return memo[id(e)][1]
+
+    def cached(self, st: _Fn, e: Expr):
+        """e's cached entry (expr, value[, made at]) if it still holds: none of the buffers it
+        reads was written since it was made."""
+        hit = st.cache.get(id(e))
+        if hit is None or len(hit) < 3 or not st.written_at:
+            return hit
+        made = hit[2]
+        r = self.reads(e)
+        if not r:
+            return hit
+        w = st.written_at
+        if w.get(ANY_BUFFER, -1) >= made or any(w.get(n, -1) >= made for n in r):
+            return None
+        return hit
 
     def _stmt(self, st: _Fn, s: Stmt):
         b = st.b
@@ -195,6 +301,9 @@ class CodeGenLLVM:
         elif isinstance(s, LetStmt):
             v = self.expr(st, s.value, keep_ramp=True)
             old = st.syms.get(s.name)
+            if old is not None:      # (what was made with the name's outer value does not hold)
+                memo: dict = {}
+                st.cache = {i: hit for i, hit in st.cache.items() if not _varies(hit[0], s.name, frozenset(), memo)}
             st.syms[s.name] = (v, s.value.type)
             old_ring = st.ring_lets.pop(s.name, _ABSENT)
             if st.wide_index and isinstance(s.value, BinOp) and s.value.op in _RING and s.value.type == I32:
@@ -215,8 +324,10 @@ class CodeGenLLVM:
                 # lanes disagree: run both sides under masks
                 old = st.mask
                 st.mask = c if old is None else b.and_(old, c)
+                outer = dict(st.cache)
                 self.stmt(st, s.then)
                 if s.otherwise is not None:
+                    st.cache = outer             # (the first arm's values are masked by its lanes)
                     nc = b.not_(c)
                     st.mask = nc if old is None else b.and_(old, nc)
                     self.stmt(st, s.otherwise)
@@ -225,13 +336,16 @@ class CodeGenLLVM:
                 with b.if_then(c):
                     self.stmt(st, s.then)
             else:
+                outer = dict(st.cache)
                 with b.if_else(c) as (then, other):
                     with then:
                         self.stmt(st, s.then)
                     with other:
+                        st.cache = outer         # (what the first arm made is not in the second)
                         self.stmt(st, s.otherwise)
         elif isinstance(s, Store):
             self.store(st, s)
+            st.wrote(s.buffer)
         elif isinstance(s, Allocate):
             self.allocate(st, s)
         elif isinstance(s, Assert):
@@ -450,7 +564,7 @@ class CodeGenLLVM:
                 val = st.syms.get(n.name)
                 val = None if val is None else val[0]
             else:
-                hit = st.cache.get(id(n))
+                hit = self.cached(st, n)
                 val = None if hit is None else hit[1]
             val = _lane0(val)
             if not isinstance(val, ir.Value) or val.type != I32T:
@@ -561,7 +675,7 @@ class CodeGenLLVM:
         old = st.syms.get(s.var)
         written = {name for name, u in mentioned(s.body).items() if u.kind == "buffer" and u.written}
         varies: dict[int, bool] = {}
-        carried: dict = {}
+        carried: dict = st.cache       # (what the loop's scope keeps: CodeGenLLVM.stmt)
         lo_c = _const_of(lo)
         for k in range(n):
             # (a constant where the loop's min is one: selects and guards on the var then
@@ -610,13 +724,13 @@ class CodeGenLLVM:
     def expr(self, st: _Fn, e: Expr, keep_ramp: bool = False):
         # common subexpressions (expressions are interned DAGs) are generated once per
         # straight-line stretch; the cache is dropped wherever control flow or bindings change
-        hit = st.cache.get(id(e))
+        hit = self.cached(st, e)
         if hit is not None:
             v = hit[1]
         else:
             v = self._expr(st, e)
             if not isinstance(e, (Const, Var, Param)):
-                st.cache[id(e)] = (e, v)
+                st.cache[id(e)] = (e, v, st.clock)
         return v if keep_ramp else self.val(st, v)
 
     def _expr(self, st: _Fn, e: Expr):
@@ -1087,6 +1201,7 @@ class CodeGenLLVM:
         if name == "lerp":
             return self.lerp(st, e, args)
         if name == "print":
+            st.printed = True
             self.print_call(st, e, args)
             return args[0]
         raise InternalError(f"codegen: intrinsic {name}")

@@ -1,0 +1,69 @@
+"""Run time of the apps with and without alias information (CodeGenCPU.ALIAS_INFO: each
+buffer's TBAA tag, the allocator's memory attributes), both compiled in this process and
+run interleaved: median wall and CPU ms per run (HDSL_NUM_THREADS=1 makes the CPU time the
+work itself, the measure to trust on a loaded machine) (issue 22).
+
+    python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+
+def main(argv=None):
+    import run as bench
+    from hdsl.codegen.cpu import CodeGenCPU
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--apps", default="local_laplacian,camera_pipe,interpolate,bilateral_grid,unsharp")
+    ap.add_argument("--target", default="host")
+    ap.add_argument("--reps", type=int, default=15)
+    a = ap.parse_args(argv)
+    import hdsl
+    for app in a.apps.split(","):
+        case = bench.CASES[app](False) if a.target == "host" else bench.CASES[app](False, target=a.target)
+        hd = case["impls"][0]
+        path = HERE.parent / "examples" / f"{app}.hl"
+        if not path.exists():
+            path = HERE / "cases" / f"{app}.hl"
+        # the case's own call (its inputs and output arrays), with the pipeline swapped
+        call = hd.run
+        cell = call.__closure__
+        forms = {}
+        for flag in (False, True):
+            CodeGenCPU.ALIAS_INFO = flag
+            forms[flag] = hdsl.load(path).compile(a.target, use_cache=False)
+        CodeGenCPU.ALIAS_INFO = True
+        kw = [c.cell_contents for c in cell if isinstance(c.cell_contents, dict)][0]
+        out = [c.cell_contents for c in cell if not isinstance(c.cell_contents, dict)
+               and not hasattr(c.cell_contents, "realize_into")][0]
+        times = {False: [], True: []}
+        cpu = {False: [], True: []}
+        results = {}
+        for r in range(a.reps + 2):
+            for flag in ((False, True) if r % 2 else (True, False)):
+                t0, c0 = time.perf_counter(), time.process_time()
+                forms[flag].realize_into(out, **kw)
+                dt, dc = time.perf_counter() - t0, time.process_time() - c0
+                if r >= 2:
+                    times[flag].append(dt)
+                    cpu[flag].append(dc)
+                import numpy as np
+                results[flag] = np.array(out, copy=True)
+        same = bool((results[False] == results[True]).all())
+        print(f"{app} {a.target}: without {statistics.median(times[False]) * 1e3:.2f} ms, with "
+              f"{statistics.median(times[True]) * 1e3:.2f} ms, ratio "
+              f"{statistics.median(times[True]) / statistics.median(times[False]):.3f}; CPU ms per run "
+              f"{statistics.median(cpu[False]) * 1e3:.2f} / {statistics.median(cpu[True]) * 1e3:.2f}, ratio "
+              f"{statistics.median(cpu[True]) / statistics.median(cpu[False]):.3f}; same output: {same}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
