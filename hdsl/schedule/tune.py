@@ -561,24 +561,18 @@ def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs
         api = Api(ir)
         c = api.compile(target, schedule=name)
         conn.send(("compiled", None))     # the run's own time limit starts now
-        t0 = time.perf_counter()
         got = c.realize(sizes, **inputs, **params)
-        first = (time.perf_counter() - t0) * 1e3
         got = got if isinstance(got, tuple) else (got,)
         for g, e in zip(got, expected):
             if g.shape != e.shape or not np.array_equal(g, e, equal_nan=True):
                 conn.send(("wrong", "its output differs from the reference evaluator's"))
                 return
-        if best_ms is not None and first > FIRST_SLOWER * best_ms:
-            conn.send(("slow", f"its checked run took {first:.1f} ms, over {FIRST_SLOWER:g}x the best "
-                               f"candidate's {best_ms:.1f} ms"))
-            return
         times = []
         for _ in range(runs):
             t0 = time.perf_counter()
             c.realize(sizes, **inputs, **params)
             times.append(time.perf_counter() - t0)
-            if best_ms is not None and times[-1] * 1e3 > RUN_SLOWER * best_ms:
+            if best_ms is not None and times[-1] * 1e3 > STOP_SLOWER * best_ms:
                 break        # clearly slower than the best: one timed run ranks it
         conn.send(("ok", float(np.median(times)) * 1e3))
     except HdslError as e:
@@ -594,10 +588,10 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
     (why, message) with why one of refused, wrong, crashed, timeout (compiling and running
     took longer than limit_s) and slow (running, after it compiled, took longer than
     run_limit_s: no better than the best found by far). Given the best candidate's time
-    (best_ms), the worker stops early what is clearly slower: a candidate whose checked run
-    took FIRST_SLOWER times best_ms is 'slow' without timed runs, and the timed runs stop at
-    the first one over RUN_SLOWER times best_ms (its time is that run's). The check itself
-    is never skipped."""
+    (best_ms), the worker stops timing what is clearly slower: after a timed run over
+    STOP_SLOWER times best_ms, its time is the median of the runs so far (a process's first
+    run, the checked one, is not compared: it pays for starting the thread pool and first
+    touching memory, 3-7x a later run of interpolate). The check is never skipped."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, source, filename, block, inputs, params, sizes, expected,
@@ -724,8 +718,7 @@ def choose(finalists: list[Result], n_seeds: int, rounds: list[list[float]]) -> 
 
 SLOWER = 8.0        # a candidate whose runs take this many times the best's is stopped once compiled
 MIN_RUN_S = 5.0     # (but never before it has run this long; the seeds have no run limit)
-FIRST_SLOWER = 3.0  # a candidate whose checked run takes this many times the best's median is not timed
-RUN_SLOWER = 1.5    # nor timed again after a run this many times the best's median
+STOP_SLOWER = 2.5   # a candidate is not timed again after a run this many times the best's median
 CLIMB = 0.45        # the share of a generation made by a local move from the best (hill climbing)
 FINALISTS = 3       # the search's best candidates compared again with the seeds before it returns
 FINAL_ROUNDS = 5    # rounds of that comparison (and CONFIRM_ROUNDS for a new best against the old)
@@ -781,12 +774,12 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
             return seen[text]
         block = block_text(text, "hdsl_tune_candidate")
         best_ms = min((r.time_ms for r in history), default=math.inf)
-        # the check's run and the timed runs, at the pace the worker's early stops allow
-        # (FIRST_SLOWER, RUN_SLOWER) with a margin: a random schedule can be 1000x slower
-        # (bilateral_grid's histogram recomputed per point ran past 120 s, a fifth of a
-        # 10-minute search)
+        # the check's run (a first run: up to ~8x a later one) and the timed runs at the pace
+        # the worker's early stop allows (STOP_SLOWER), with a margin: a random schedule can
+        # be 1000x slower (bilateral_grid's histogram recomputed per point ran past 120 s, a
+        # fifth of a 10-minute search)
         timed = best_ms < math.inf and origin not in seed_names
-        run_limit = max(MIN_RUN_S, 2 * (FIRST_SLOWER + RUN_SLOWER * runs) * best_ms / 1e3) if timed else None
+        run_limit = max(MIN_RUN_S, 1.5 * (8 + STOP_SLOWER * runs) * best_ms / 1e3) if timed else None
         t0 = time.monotonic()
         # the seeds are always measured in full; a later candidate only in the budget's time
         # left before the final comparison (--minutes is the whole budget)
