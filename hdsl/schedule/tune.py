@@ -582,8 +582,8 @@ def _worker(conn, source, filename, block, inputs, params, sizes, expected, runs
 
 
 def measure(source, filename, block, inputs, params, sizes, expected, runs, limit_s,
-            target: str = "host", run_limit_s: float | None = None, best_ms: float | None = None
-            ) -> tuple[str, object]:
+            target: str = "host", run_limit_s: float | None = None, best_ms: float | None = None,
+            compile_limit_s: float | None = None) -> tuple[str, object]:
     """Compile, check and time one candidate in a worker process: ("ok", median ms), or
     (why, message) with why one of refused, wrong, crashed, timeout (compiling and running
     took longer than limit_s) and slow (running, after it compiled, took longer than
@@ -591,7 +591,8 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
     (best_ms), the worker stops timing what is clearly slower: after a timed run over
     STOP_SLOWER times best_ms, its time is the median of the runs so far (a process's first
     run, the checked one, is not compared: it pays for starting the thread pool and first
-    touching memory, 3-7x a later run of interpolate). The check is never skipped."""
+    touching memory, 3-7x a later run of interpolate). The check is never skipped. A
+    candidate still compiling after compile_limit_s is a timeout too."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, source, filename, block, inputs, params, sizes, expected,
@@ -608,7 +609,10 @@ def measure(source, filename, block, inputs, params, sizes, expected, runs, limi
                 return ("crashed", "the worker died")
         return late
 
-    out = receive(limit_s, ("timeout", f"took longer than {limit_s:g} s"))
+    if compile_limit_s is not None and compile_limit_s < limit_s:
+        out = receive(compile_limit_s, ("timeout", f"compiling took longer than {compile_limit_s:.0f} s"))
+    else:
+        out = receive(limit_s, ("timeout", f"took longer than {limit_s:g} s"))
     if out[0] == "compiled":
         left = limit_s - (time.monotonic() - start)
         if run_limit_s is not None and run_limit_s < left:
@@ -719,6 +723,8 @@ def choose(finalists: list[Result], n_seeds: int, rounds: list[list[float]]) -> 
 SLOWER = 8.0        # a candidate whose runs take this many times the best's is stopped once compiled
 MIN_RUN_S = 5.0     # (but never before it has run this long; the seeds have no run limit)
 STOP_SLOWER = 2.5   # a candidate is not timed again after a run this many times the best's median
+COMPILE_SLOWER = 3.0    # a candidate is stopped when compiling takes this many times the seeds' measurement
+MIN_COMPILE_S = 15.0    # (but never before this)
 CLIMB = 0.45        # the share of a generation made by a local move from the best (hill climbing)
 FINALISTS = 3       # the search's best candidates compared again with the seeds before it returns
 FINAL_ROUNDS = 5    # rounds of that comparison (and CONFIRM_ROUNDS for a new best against the old)
@@ -785,8 +791,12 @@ def tune(p: Pipeline, source: str, filename: str, inputs, params, sizes, expecte
         # left before the final comparison (--minutes is the whole budget)
         limit = limit_s if origin in seed_names or deadline == math.inf else \
             max(1.0, min(limit_s, deadline - reserve() - t0))
+        # compiling: at most COMPILE_SLOWER times the slowest seed's whole measurement (an
+        # interpolate neighbour compiled past 100 s, a sixth of a 10-minute search)
+        compile_limit = None if origin in seed_names else \
+            max(MIN_COMPILE_S, COMPILE_SLOWER * max((seen[t].cost_s for t in seed_texts if t in seen), default=math.inf))
         status, value = measure_fn(source, filename, block, inputs, params, sizes, expected, runs, limit, target,
-                                   run_limit, best_ms if timed else None)
+                                   run_limit, best_ms if timed else None, compile_limit)
         r = Result(genome, value if status == "ok" else math.inf, "" if status == "ok" else f"{status}: {value}",
                    origin, time.monotonic() - t0)
         seen[text] = r

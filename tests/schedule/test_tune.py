@@ -66,6 +66,10 @@ def test_rejected_candidates(tmp_path):
     status, why = measure(src, str(path), block_text("out.parallel(y)", "slow"), inputs, {}, [48, 32],
                           expected, 1, 0.001)
     assert status == "timeout"
+    # compiling has a limit of its own (the search's: a few times the seeds' measurement)
+    status, why = measure(src, str(path), block_text("out.parallel(y)", "slow_compile"), inputs, {}, [48, 32],
+                          expected, 1, 60, "host", None, None, 0.001)
+    assert status == "timeout" and "compiling took longer" in why
     # a candidate whose output is not the evaluator's: compared against a wrong expectation
     status, why = measure(src, str(path), block_text("out.parallel(y)", "ok"), inputs, {}, [48, 32],
                           (expected[0] + np.uint16(1),), 1, 60)
