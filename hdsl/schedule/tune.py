@@ -7,7 +7,13 @@ keeps its best (elitism), fills the rest by two-point crossover between the Func
 two parents picked by tournament selection, by mutation of one Func's gene, and by
 fresh individuals: "reasonable" ones (the automatic scheduler's rules with random
 tile sizes, vector widths and task sizes) and random ones. The first generation is
-seeded with the automatic schedule and every schedule block of the file.
+seeded with the automatic schedule and every schedule block of the file. Within a
+budget of minutes a slow-compiling pipeline gets a few dozen candidates, and random
+genes rarely improve a good automatic schedule: so about half of each generation (and
+most of the first) is local moves from the best schedule so far (`Space.neighbour`,
+hill climbing from the elite): a vector width, task size or tile size halved or
+doubled, a Func moved inline, to the root or into a consumer's tiles, rows or row
+tasks (a sliding window), for one Func, a whole array of Funcs, or every Func.
 
 Each candidate is elaborated from the file's text with the candidate appended as a
 block (so it passes every check a block written by hand gets), compiled, run and
@@ -286,8 +292,10 @@ class Space:
                 return None
             x = _tile_names(chain)[2] if _tile_names(chain) else s.f.args[large[0]]
             return self._with(s, genome, i, chain + [f"vectorize({x}, {vw})"])
-        v, n = re.match(r"vectorize\((\w+), (\d+)\)", chain[k]).groups()
-        n = int(n)
+        m = re.fullmatch(r"vectorize\((\w+), (\d+)\)", chain[k])
+        if m is None:        # vectorize(x) of a split's inner loop (a file's own schedule): left as it is
+            return None
+        v, n = m.group(1), int(m.group(2))
         if roll < 0.15:
             return self._with(s, genome, i, chain[:k] + chain[k + 1:])
         m = n * 2 if roll < 0.55 else n // 2
@@ -313,7 +321,9 @@ class Space:
                 return None
             outer = s.f.args[large[-1]]
             return self._with(s, genome, i, chain + [f"parallel({outer})"])
-        m = re.match(r"parallel\((\w+)(?:, (\d+))?\)", chain[k])
+        m = re.fullmatch(r"parallel\((\w+)(?:, (\d+))?\)", chain[k])
+        if m is None:        # a tail strategy named (a file's own schedule): left as it is
+            return None
         v, n = m.group(1), int(m.group(2) or 1)
         if roll < 0.1:
             new = None
@@ -347,7 +357,10 @@ class Space:
             if any(d.startswith("parallel(") for d in chain):
                 out.append(f"parallel({y})")
             return self._with(s, genome, i, out)
-        x, y, xi, yi, w, h = re.match(r"tile\((\w+), (\w+), (\w+), (\w+), (\d+), (\d+)\)", chain[k]).groups()
+        m = re.fullmatch(r"tile\((\w+), (\w+), (\w+), (\w+), (\d+), (\d+)\)", chain[k])
+        if m is None:        # tile's other forms (outer names, a tail strategy): left as they are
+            return None
+        x, y, xi, yi, w, h = m.groups()
         w, h = int(w), int(h)
         if roll < 0.1:       # rows again: the inner names go, and loops of the tile with them
             out = chain[:k] + [re.sub(rf"\b{xi}\b", x, d) for d in chain[k + 1:] if yi not in d]
@@ -435,7 +448,7 @@ class Space:
             y = g.args[large[-1]]
             tiles = _tile_names(chain)
             par = next((m for d in chain if (m := re.match(r"parallel\((\w+), (\d+)\)", d))), None)
-            splits = [re.match(r"split\((\w+), (\w+), (\w+),", d).groups() for d in chain if d.startswith("split(")]
+            splits = [m.groups() for d in chain if (m := re.match(r"split\((\w+), (\w+), (\w+),", d))]
             if tiles:
                 out += [(f"compute_at({gname}, {tiles[0]})", gname, None),
                         (f"compute_at({gname}, {tiles[1]})", gname, None)]

@@ -329,7 +329,7 @@ def test_a_family_move_changes_every_level_of_a_pyramid_alike():
     levels = sorted(n for n in auto if re.fullmatch(r"it\[\d\]", n) and "vectorize(x, 16)" in auto[n][0])
     assert len(levels) >= 5
     seen_family = False
-    for _ in range(200):
+    for _ in range(80):
         k = space.neighbour(auto)
         changed = _changed(auto, k)
         widths = [m.group(1) if (m := re.search(r"vectorize\(x, (\d+)\)", k[n][0])) else "none" for n in levels]
@@ -386,3 +386,19 @@ def test_hill_climbing_keeps_the_elite_and_climbs(tmp_path):
     assert best.time_ms == min(r.time_ms for r in history) < seed.time_ms
     assert sum(r.origin == "climb" for r in history) >= 10
     assert any(r.origin == "climb" and r.time_ms < 9.0 for r in history)
+
+
+@pytest.mark.parametrize("name", ["interpolate", "camera_pipe"])
+def test_neighbours_of_a_files_own_schedule(name):
+    """A file's own schedule (a seed of `hdsl tune`) has directives the automatic rules never
+    write: vectorize(xi) without a width, tail strategies, tile with outer names, split. The
+    moves leave what they cannot read as it is and still make different genomes (before,
+    vectorize(xi) raised AttributeError and ended the search)."""
+    from hdsl.schedule.auto import schedule_text
+    p = hdsl.load(EX / f"{name}.hl")
+    hand = split_by_func(p.ir, schedule_text(p.ir, p.ir.schedules[None]))
+    assert any(re.search(r"vectorize\(\w+\)|round_up|split\(", ln) for v in hand.values() for ln in v)
+    space = Space(p.ir, "host", random.Random(2))
+    for _ in range(40):
+        k = space.neighbour(hand)
+        assert _changed(hand, k)
