@@ -66,6 +66,10 @@ def test_rejected_candidates(tmp_path):
     status, why = measure(src, str(path), block_text("out.parallel(y)", "slow"), inputs, {}, [48, 32],
                           expected, 1, 0.001)
     assert status == "timeout"
+    # compiling has a limit of its own (the search's: a few times the seeds' measurement)
+    status, why = measure(src, str(path), block_text("out.parallel(y)", "slow_compile"), inputs, {}, [48, 32],
+                          expected, 1, 60, "host", None, None, 0.001)
+    assert status == "timeout" and "compiling took longer" in why
     # a candidate whose output is not the evaluator's: compared against a wrong expectation
     status, why = measure(src, str(path), block_text("out.parallel(y)", "ok"), inputs, {}, [48, 32],
                           (expected[0] + np.uint16(1),), 1, 60)
@@ -269,3 +273,132 @@ def test_the_final_comparison_is_inside_the_minutes(tmp_path):
     n, rounds, limit = calls[-1]
     assert n == min(4, len(history)) and rounds == 5 and 0 < limit <= 6.0 - len(history) * 0.2
     assert best.origin == "auto"
+
+
+# ---- local moves and hill climbing -------------------------------------------------------------------
+# What separates the automatic schedule from the hand-written ones (examples/*.hl) is local:
+# vector widths (interpolate's and local_laplacian's 8 or 16), task sizes, tile sizes, and a
+# pyramid's levels computed per row of the output's tasks and stored per task (interpolate's
+# `it[l].store_at(out, yo).compute_at(out, yi)`). `Space.neighbour` makes such moves.
+
+def _changed(a, b):
+    return sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
+
+
+def test_neighbours_are_different_genomes_the_compiler_accepts_and_equal_the_evaluator():
+    """Every neighbour differs from its parent, is left alone by repair (its compute_at sites
+    exist), and a few of them, compiled, give the evaluator's output bit for bit."""
+    from .auto_inputs import example_args
+    p = hdsl.load(EX / "bilateral_grid.hl")
+    space = Space(p.ir, "host", random.Random(11))
+    auto = auto_genes(p.ir)
+    kids = [space.neighbour(auto) for _ in range(30)]
+    for k in kids:
+        assert _changed(auto, k) and space.repair(k) == k
+    size, args = example_args(p, "bilateral_grid")
+    want = p(**args)
+    src = (EX / "bilateral_grid.hl").read_text()
+    for k in kids[:3]:
+        q = hdsl.Pipeline(check_source(src + "\n" + block_text(genome_text(p.ir, k), "cand"),
+                                       str(EX / "bilateral_grid.hl")))
+        assert np.array_equal(q.compile("host", schedule="cand")(**args), want)
+
+
+def test_the_vector_move_halves_or_doubles_a_width_and_keeps_the_rest():
+    p = hdsl.load(EX / "bilateral_grid.hl")
+    space = Space(p.ir, "host", random.Random(0))
+    auto = auto_genes(p.ir)
+    out = next(s for s in space.order if s.name == "out")
+    assert auto["out"] == ["out.vectorize(x, 16).parallel(y, 3)"]
+    widths = set()
+    for _ in range(40):
+        new = space._move_vector(out, auto)
+        if new is None:
+            continue
+        m = re.fullmatch(r"out\.(?:vectorize\(x, (\d+)\)\.)?parallel\(y, 3\)", new[0])
+        assert m, new
+        widths.add(int(m.group(1) or 0))
+    assert widths == {8, 32, 0}          # halved, doubled, dropped: never anything else
+
+
+def test_a_family_move_changes_every_level_of_a_pyramid_alike():
+    """interpolate's it[1..6]: a vector move on the array gives each level the same width."""
+    p = hdsl.load(EX / "interpolate.hl")
+    space = Space(p.ir, "host", random.Random(5))
+    auto = auto_genes(p.ir)
+    levels = sorted(n for n in auto if re.fullmatch(r"it\[\d\]", n) and "vectorize(x, 16)" in auto[n][0])
+    assert len(levels) >= 5
+    seen_family = False
+    for _ in range(80):
+        k = space.neighbour(auto)
+        changed = _changed(auto, k)
+        widths = [m.group(1) if (m := re.search(r"vectorize\(x, (\d+)\)", k[n][0])) else "none" for n in levels]
+        if any(w != "16" for w in widths) and len(set(changed) & set(levels)) > 1:
+            # a move on the array (not one level's): every level got the same new width
+            assert set(changed) >= set(levels) and len(set(widths)) == 1, (changed, widths)
+            seen_family = True
+    assert seen_family
+
+
+def test_the_place_move_offers_a_sliding_window_in_the_outputs_row_tasks():
+    """it[1] of interpolate, at the root in the automatic schedule, can be computed per row of
+    the output's tasks and stored per task, as the hand-written schedule does; the output's
+    rows (parallel one by one) then get tasks of TILE_Y rows, which the site needs."""
+    from hdsl.schedule.auto import TILE_Y
+    p = hdsl.load(EX / "interpolate.hl")
+    space = Space(p.ir, "host", random.Random(0))
+    auto = auto_genes(p.ir)
+    assert auto["out"][0].endswith(".parallel(y)")
+    it1 = next(s for s in space.order if s.name == "it[1]")
+    sites = {head: host for head, _, host in space._sites(it1, auto)}
+    head = "compute_at(out, y_i).store_at(out, y)"
+    assert head in sites and sites[head][0].endswith(f".parallel(y, {TILE_Y})")
+    placed = {n: list(v) for n, v in auto.items()}
+    placed["out"] = sites[head]
+    placed["it[1]"] = space._placed(it1, auto, head)
+    assert placed["it[1]"][0].startswith(f"it[1].{head}.vectorize(x, 16)") and "parallel" not in placed["it[1]"][0]
+    assert space.repair(placed) == placed
+    # without the output's tasks the site does not exist: repair computes it[1] at the root
+    placed["out"] = auto["out"]
+    assert space.repair(placed)["it[1]"][0].startswith("it[1].compute_root()")
+
+
+def test_hill_climbing_keeps_the_elite_and_climbs(tmp_path):
+    """A fake timer where every vector width of 8 saves 1 ms of 10: the search, measuring
+    each candidate exactly, returns its fastest candidate (so never one slower than the seed),
+    and local moves from the best ('climb') are most of the search and find widths of 8."""
+    p = hdsl.load(EX / "bilateral_grid.hl")
+    src = (EX / "bilateral_grid.hl").read_text()
+
+    def true_ms(block):
+        return 10.0 - block.count(", 8)")
+
+    def measure_fn(source, filename, block, *args):
+        return ("ok", true_ms(block))
+
+    def compare_fn(source, filename, blocks, inputs, params, sizes, rounds, runs, limit_s, target):
+        return [[true_ms(b) for b in blocks] for _ in range(rounds)]
+    best, history = tune(p.ir, src, str(EX / "bilateral_grid.hl"), {}, {}, [64, 64], None, trials=40,
+                         population=6, elite=2, seed=3, file_seeds=False, measure_fn=measure_fn,
+                         compare_fn=compare_fn)
+    seed = history[0]
+    assert seed.origin == "auto" and seed.time_ms == 10.0
+    assert best.time_ms == min(r.time_ms for r in history) < seed.time_ms
+    assert sum(r.origin == "climb" for r in history) >= 10
+    assert any(r.origin == "climb" and r.time_ms < 9.0 for r in history)
+
+
+@pytest.mark.parametrize("name", ["interpolate", "camera_pipe"])
+def test_neighbours_of_a_files_own_schedule(name):
+    """A file's own schedule (a seed of `hdsl tune`) has directives the automatic rules never
+    write: vectorize(xi) without a width, tail strategies, tile with outer names, split. The
+    moves leave what they cannot read as it is and still make different genomes (before,
+    vectorize(xi) raised AttributeError and ended the search)."""
+    from hdsl.schedule.auto import schedule_text
+    p = hdsl.load(EX / f"{name}.hl")
+    hand = split_by_func(p.ir, schedule_text(p.ir, p.ir.schedules[None]))
+    assert any(re.search(r"vectorize\(\w+\)|round_up|split\(", ln) for v in hand.values() for ln in v)
+    space = Space(p.ir, "host", random.Random(2))
+    for _ in range(40):
+        k = space.neighbour(hand)
+        assert _changed(hand, k)
