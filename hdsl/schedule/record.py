@@ -48,7 +48,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
                  ["var", "var", "var", "new", "new", "new", "new", "new", "new", "int", "int", "int"]],
     "update": [["int"]],
     "rfactor": [["rvar", "new"]],
-    "tile_iir": [["dim", "int"]],
+    "tile_iir": [["dim", "int"], ["dim", "dim", "int", "int"]],
     "fold_storage": [["dim", "int"]],
     "glsl": [["var", "var"], ["var", "var", "var"]],
 }
@@ -64,7 +64,7 @@ USAGE = {
     "gpu_threads": "gpu_threads(x), gpu_threads(x, y) or gpu_threads(x, y, z)",
     "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h), gpu_tile(x, y, xo, yo, xi, yi, w, h), "
                 "gpu_tile(x, y, z, xi, yi, zi, w, h, d) or gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, w, h, d)",
-    "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
+    "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n) or tile_iir(x, y, nx, ny)",
     "fold_storage": "fold_storage(v, n)",
     "glsl": "glsl(x, y, c) or glsl(x, y)",
 }

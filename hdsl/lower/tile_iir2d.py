@@ -1,0 +1,352 @@
+"""`f.tile_iir(a, b, na, nb)`: f's filters along two dims tiled together (Nehab et al. 2011,
+"GPU-efficient recursive filtering and summed-area tables"; Chaurasia et al. 2015, the
+overlapped 2-D form).
+
+f's updates are filters only: a run F1 .. Fm along dim a, then a run G1 .. Gq along dim b
+(each `.iir`, causal or anticausal, any order; one range per dim). The box
+[lo_a, hi_a) x [lo_b, hi_b) is cut into tiles of na x nb (aligned at lo; the last ones
+padded with zeros). Every filter's result restricted to a tile is linear in its input
+there and in the k values its recursion reads just before the tile (its "tail", taken
+from the neighbouring tile in the filter's direction). So:
+
+- intra (`f.intra2d.<s>`, one Func per filter): the chain of all m + q filters run inside
+  each tile from zero tails; `f.edges2d` keeps each filter's k edge lines per tile (the
+  input is read once, here);
+- weights (`f.resp2d.<s'>.<l>.<s>`): K(c, t), the response at in-tile coordinate c, after
+  filters s' .. s of one dim run inside tile t from zero, to a unit value at place l of
+  filter s'-'s tail (tile t is an argument because the last tile's padding is masked);
+- tails along a (`f.tail2d.<s>`): T_s(u, ta, tb) = edge + sum over s' <= s, l of
+  K(edge, l) * T_s'(u, neighbour)[l], serial over the tiles in s's direction (small: k
+  values per line and tile);
+- the a-corrections seen by the b filters (`f.corr2d.<s'>.<l>.<t>`): the b chain run
+  inside each tile on the column of tails T_s'[l] (the a filters' correction is
+  K(c) * T_s'[l], separable, so its b-filtered form is K(c) times the b-filtered tails);
+- tails along b (`f.tail2d.<m+t>`): the b edges plus the a-corrections plus the b
+  filters' own tails, serial over the tiles along b;
+- final (`f.final2d`): the chain again in each tile, from the true tails (the input is
+  read a second time, the result written once); f itself reads it, on the box only:
+  f is computed exactly on [lo_a, hi_a) x [lo_b, hi_b), and a pipeline that needs f
+  beyond it fails at run time with an error naming the directive.
+
+Float sums are associated differently (the weights and tails are f64 for f32 data, as in
+the 1-D form); integer results are exact.
+"""
+from __future__ import annotations
+
+from hdsl.diagnostics import HdslError
+from hdsl.ir.expr import Cast, Const, Expr, FuncCall, RVar, Select, Var, substitute
+from hdsl.ir.func import Directive, Func, RDom, Update
+from hdsl.ir.types import F64
+from hdsl.lower.inline import Definitions
+from hdsl.lower.loops import FuncSchedule, Level
+from hdsl.lower.tile_iir import INLINE_READS, _I, _b, _mentions_vars, _reads, _retarget, lanes_for
+
+
+def _filters(f: Func, defs, d) -> tuple[int, int, list, list]:
+    """Check f's shape for the 2-D form; returns (a, b, the a filters, the b filters)."""
+    v1, v2, n1, n2 = d.args
+    hint = f"tile each dim on its own: {f.name}.tile_iir({v1}, {n1}).tile_iir({v2}, {n2})"
+    if v1 == v2:
+        raise HdslError(f"tile_iir({v1}, {v2}, ...) names one dim twice", d.span,
+                        f"name two dims of '{f.name}': {f.name}.tile_iir(x, y, 64, 64)")
+    ups = defs[id(f)].updates
+    i1, i2 = f.args.index(v1), f.args.index(v2)
+    bad = [k for k, u in enumerate(ups) if u.iir is None or u.iir[0] not in (i1, i2)]
+    if bad:
+        k = bad[0]
+        what = "is not a recursive filter (.iir)" if ups[k].iir is None else \
+            f"is a filter along '{f.args[ups[k].iir[0]]}'"
+        raise HdslError(f"tile_iir({v1}, {v2}, ...) tiles a Func whose updates are all filters along "
+                        f"'{v1}' and '{v2}'; update({k}) of '{f.name}' {what}", d.span, hint)
+    dims = [u.iir[0] for u in ups]
+    if not dims or dims[0] == dims[-1]:
+        only = f.args[dims[0]] if dims else None
+        raise HdslError(f"'{f.name}' has no filter along '{v2 if only == v1 else v1}' to tile with its "
+                        f"filters along '{only}'" if dims else f"'{f.name}' has no recursive filter (.iir)",
+                        d.span, f"tile one dim: {f.name}.tile_iir({only}, n)" if dims else None)
+    m = dims.index(dims[-1])
+    if any(x != dims[0] for x in dims[:m]) or any(x != dims[-1] for x in dims[m:]):
+        k = next(i for i in range(m, len(dims)) if dims[i] != dims[-1])
+        raise HdslError(f"tile_iir({v1}, {v2}, ...) needs the filters along one dim first, then those along "
+                        f"the other; update({k}) of '{f.name}' goes back to '{f.args[dims[k]]}'", d.span, hint)
+    for run in (ups[:m], ups[m:]):
+        for u in run[1:]:
+            if repr(u.iir[2:4]) != repr(run[0].iir[2:4]):
+                raise HdslError(f"tile_iir({v1}, {v2}, ...) needs one range for the filters along "
+                                f"'{f.args[u.iir[0]]}'; two of '{f.name}''s differ", d.span, hint)
+        for u in run:
+            if any(_mentions_vars(c) for c in [u.iir[4]] + list(u.iir[5])):
+                raise HdslError(f"tile_iir needs coefficients that are the same everywhere; a coefficient of "
+                                f"'{f.name}''s filter depends on coordinates", d.span,
+                                "use constants or params as coefficients, or remove tile_iir")
+            if not u.iir[5]:
+                raise HdslError("tile_iir needs a filter with feedback coefficients", d.span)
+    return dims[0], dims[-1], ups[:m], ups[m:]
+
+
+def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
+    """The Funcs of f's joint tiling (computed before f); f becomes their result."""
+    a, b, fa, fb = _filters(f, defs, d)
+    span = d.span
+    v1, v2, n1, n2 = d.args
+    n = {f.args.index(v1): n1, f.args.index(v2): n2}
+    d0 = defs[id(f)]
+    fs = scheds[id(f)]
+    t = d0.values[0].type
+    wt = F64 if t.is_float() and t.bits < 64 else t
+    created: list[Func] = []
+    L = lanes_for(t)
+
+    def new(name, args, values, updates=(), compute=None, stages=None):
+        g = Func(f"{f.name}.{name}", args=list(args), implicit=True, span=f.span)
+        g.values, g.updates = list(values), list(updates)
+        defs[id(g)] = Definitions(g, g.values, g.updates)
+        lv = compute or Level("root")
+        scheds[id(g)] = FuncSchedule(lv, lv, stages or {})
+        created.append(g)
+        return g
+
+    # what the filters read: f's pure definition, inlined where it reads little
+    if _reads(d0.values[0]) > INLINE_READS:
+        part = new("part2d", f.args, list(d0.values),
+                   stages={-1: [Directive("vectorize", [f.args[0], L], span, -1)]})
+
+        def source(coords):
+            return FuncCall(part, tuple(coords), 0, t)
+    else:
+        def source(coords, e=d0.values[0]):
+            env = dict(zip(f.args, coords))
+            return substitute(e, lambda x: env.get(x.name) if isinstance(x, Var) else None)
+
+    lo = {a: fa[0].iir[2], b: fb[0].iir[2]}
+    hi = {a: fa[0].iir[3], b: fb[0].iir[3]}
+    count = {k: _b("-", hi[k], lo[k]) for k in (a, b)}
+    tiles = {k: _b("/", _b("+", count[k], _I(n[k] - 1)), _I(n[k])) for k in (a, b)}
+    D = sorted((a, b))
+    other = {a: b, b: a}
+    rest = [x for i, x in enumerate(f.args) if i not in (a, b)]
+    rv = [Var(x) for x in rest]
+    iname = {k: f"{f.args[k]}_in" for k in (a, b)}
+    tname = {k: f"{f.args[k]}_tile" for k in (a, b)}
+    iv = {k: Var(iname[k]) for k in (a, b)}
+    tv = {k: Var(tname[k]) for k in (a, b)}
+    tile_names = [iname[k] for k in D] + [tname[k] for k in D] + rest
+    # (u, tiles..., rest): a line across the tile (u its coordinate along the other dim)
+    uname = "u"
+    line_names = [uname] + [tname[k] for k in D] + rest
+
+    def tile_call(g, i: dict, tt: dict, idx=0, ty=None):
+        return FuncCall(g, tuple(i[k] for k in D) + tuple(tt[k] for k in D) + tuple(rv), idx, ty or t)
+
+    def line_call(g, u, tt: dict, idx=0, ty=None):
+        return FuncCall(g, (u,) + tuple(tt[k] for k in D) + tuple(rv), idx, ty or t)
+
+    def inside(k, c, tt):                       # in-tile coordinate c of tile tt along k is in the range
+        return _b("<", _b("+", _b("*", tt, _I(n[k])), c), count[k])
+
+    def coord_of(u: Update, p):                 # filter order position p -> in-tile coordinate
+        return p if u.iir[1] == "+" else _b("-", _I(n[u.iir[0]] - 1), p)
+
+    def neighbour(u: Update, tt):               # the tile before tt in u's order, and whether it exists
+        k = u.iir[0]
+        if u.iir[1] == "+":
+            return _b("max", _b("-", tt, _I(1)), _I(0)), _b(">", tt, _I(0))
+        return _b("min", _b("+", tt, _I(1)), _b("-", tiles[k], _I(1))), _b("<", _b("+", tt, _I(1)), tiles[k])
+
+    def coefs(u: Update, ty):
+        cast = (lambda e: e) if ty == t else (lambda e: Cast(ty, e))
+        return cast(u.iir[4]), [cast(x) for x in u.iir[5]]
+
+    def scan(g, u: Update, at, ty, seed, tile_of, masked=True):
+        """Append to g an update running u's recursion along its dim inside each tile: `at(c)`
+        the call args with the filter's in-tile coordinate c, `seed(l, ri)` the value l - ri
+        places before the tile (the tail), `tile_of` the tile index along the filter's dim."""
+        k = u.iir[0]
+        b0, fb_ = coefs(u, ty)
+        rd = RDom(f"{g.name}.r{len(g.updates)}", [(_I(0), _I(n[k]))], None, span)
+        ri = RVar(rd, 0)
+        pos = coord_of(u, ri)
+        cur = FuncCall(g, at(pos), 0, ty)
+        zero = Const(ty, 0)
+        inp = Select(inside(k, pos, tile_of), cur, zero, ty) if masked else cur
+        total = _b("*", b0, inp, ty)
+        for l, c in enumerate(fb_, start=1):
+            back = FuncCall(g, at(coord_of(u, _b("max", _b("-", ri, _I(l)), _I(0)))), 0, ty)
+            total = _b("+", total, _b("*", c, Select(_b(">=", ri, _I(l)), back, seed(l, ri), ty), ty), ty)
+        g.updates.append(Update(list(at(pos)), [total], rd, span))
+        defs[id(g)] = Definitions(g, g.values, g.updates)
+
+    def carried(l, ri, get, ty):
+        """The value l - ri places before the tile, for ri < l: tail entry l - ri - 1."""
+        c = get(l - 1)
+        for idx in range(l - 2, -1, -1):
+            c = Select(_b("==", ri, _I(l - 1 - idx)), get(idx), c, ty)
+        return c
+
+    filters = fa + fb
+    m = len(fa)
+
+    def dim_tile_at(k, c):                      # args of a tile Func with coordinate c along k
+        def at(pos):
+            i = {k: pos, other[k]: iv[other[k]]}
+            return tuple(i[x] for x in D) + tuple(tv[x] for x in D) + tuple(rv)
+        return at
+
+    # the input in tile coordinates, 0 in the padding
+    coords = []
+    for i, x in enumerate(f.args):
+        if i in (a, b):
+            c = _b("+", lo[i], _b("+", _b("*", tv[i], _I(n[i])), iv[i]))
+            coords.append(_b("max", _b("min", c, _b("-", hi[i], _I(1))), lo[i]))
+        else:
+            coords.append(Var(x))
+    value_in = Select(_b("&&", inside(a, iv[a], tv[a]), inside(b, iv[b], tv[b])), source(coords), Const(t, 0), t)
+
+    # ---- intra: the chain inside each tile, from zero; the edges of every filter
+    intra = []
+    prev = value_in
+    for s, u in enumerate(filters):
+        g = new(f"intra2d.{s}", tile_names, [prev])
+        scan(g, u, dim_tile_at(u.iir[0], None), t, lambda l, ri: Const(t, 0), tv[u.iir[0]], masked=s > 0)
+        intra.append(g)
+        prev = tile_call(g, iv, tv)
+    edge_vals, edge_at = [], {}
+    for s, u in enumerate(filters):
+        k = u.iir[0]
+        o = other[k]
+        for j in range(1, len(u.iir[5]) + 1):
+            i = {k: coord_of(u, _I(n[k] - j)), o: _b("min", Var(uname), _I(n[o] - 1))}
+            edge_at[(s, j)] = len(edge_vals)
+            edge_vals.append(tile_call(intra[s], i, tv))
+    edges = new("edges2d", line_names, edge_vals)
+    tb_ = tname[b]
+    scheds[id(edges)].stages = {-1: [Directive("reorder", [uname, tname[a], tname[b]] + rest, span, -1),
+                                     Directive("parallel", [tb_], span, -1)]}
+    for g in intra:
+        scheds[id(g)].compute = scheds[id(g)].store = Level("at", edges, tname[a])
+        st = {-1: [Directive("vectorize", [iname[D[0]], L], span, -1)]}
+        for s2 in range(len(g.updates)):
+            st[s2] = []
+        scheds[id(g)].stages = st
+
+    # ---- responses: K[(s', l, s)](c, tile) along one dim
+    resp = {}
+    for run, base in ((fa, 0), (fb, m)):
+        for s1 in range(len(run)):
+            u1 = run[s1]
+            k = u1.iir[0]
+            for l in range(1, len(u1.iir[5]) + 1):
+                # W: the response of filter s1 to a unit value l places before the tile (no input)
+                g = new(f"resp2d.{base + s1}.{l}.{base + s1}", ["c", "tile"], [Const(wt, 0)])
+                c, tl = Var("c"), Var("tile")
+
+                def seed(ll, ri, l=l):          # 1 at place l before the tile, 0 elsewhere
+                    return Select(_b("==", _b("-", _I(ll), ri), _I(l)), Const(wt, 1), Const(wt, 0), wt)
+                scan(g, u1, lambda pos: (pos, tl), wt, seed, tl, masked=False)
+                resp[(base + s1, l, base + s1)] = g
+                for s2 in range(s1 + 1, len(run)):
+                    h = new(f"resp2d.{base + s1}.{l}.{base + s2}", ["c", "tile"],
+                            [FuncCall(g, (c, tl), 0, wt)])
+                    scan(h, run[s2], lambda pos: (pos, tl), wt, lambda ll, ri: Const(wt, 0), tl)
+                    resp[(base + s1, l, base + s2)] = h
+                    g = h
+
+    def K(s1, l, s, c, tt):
+        return FuncCall(resp[(s1, l, s)], (c, tt), 0, wt)
+
+    # ---- tails along a, then the a-corrections the b filters see, then tails along b
+    tails = {}
+
+    def tail_entry(s, u_expr, tt: dict, idx):
+        """T_s at line u of tile tt's neighbour in s's direction, entry idx (0 where none)."""
+        u = filters[s]
+        k = u.iir[0]
+        nt, ok = neighbour(u, tt[k])
+        tt2 = dict(tt)
+        tt2[k] = nt
+        return Select(ok, line_call(tails[s], u_expr, tt2, idx, wt), Const(wt, 0), wt)
+
+    def wide(e):
+        return e if wt == t else Cast(wt, e)
+
+    U = Var(uname)
+    corr = {}
+    for s, u in enumerate(filters):
+        k = u.iir[0]
+        ks = len(u.iir[5])
+        g = new(f"tail2d.{s}", line_names, [Const(wt, 0)] * ks)
+        rd = RDom(f"{g.name}.r", [(_I(0), tiles[k])], None, span)
+        rt = RVar(rd, 0)
+        tk = rt if u.iir[1] == "+" else _b("-", _b("-", tiles[k], _I(1)), rt)
+        tt = {k: tk, other[k]: tv[other[k]]}
+        tails[s] = g
+        run0 = 0 if s < m else m
+        vals = []
+        for j in range(1, ks + 1):
+            c = coord_of(u, _I(n[k] - j))
+            e = wide(line_call(edges, U, tt, edge_at[(s, j)]))
+            for s1 in range(run0, s + 1):
+                for l in range(1, len(filters[s1].iir[5]) + 1):
+                    e = _b("+", e, _b("*", K(s1, l, s, c, tk), tail_entry(s1, U, tt, l - 1), wt), wt)
+            if s >= m:
+                # the a filters' corrections, through the b filters: K_a(u) * corr(edge)
+                for s1 in range(m):
+                    for l in range(1, len(filters[s1].iir[5]) + 1):
+                        cc = corr[(s1, l, s)]
+                        e = _b("+", e, _b("*", K(s1, l, m - 1, U, tt[a]),
+                                          FuncCall(cc, (c, tt[b], tt[a]) + tuple(rv), 0, wt), wt), wt)
+            vals.append(e)
+        g.updates = [Update([U] + [tt[x] for x in D] + rv, vals, rd, span)]
+        defs[id(g)] = Definitions(g, g.values, g.updates)
+        scheds[id(g)].stages = {-1: [Directive("vectorize", [uname, L], span, -1)],
+                                0: [Directive("reorder", [uname, rt.name], span, 0),
+                                    Directive("vectorize", [uname, L], span, 0),
+                                    Directive("parallel", [tname[other[k]]], span, 0)]}
+        if s == m - 1:
+            # the a filters' tails, b-filtered inside each b tile: corr[(s1, l, m + t)](c, tb, ta)
+            for s1 in range(m):
+                for l in range(1, len(filters[s1].iir[5]) + 1):
+                    cn = ["c", tname[b], tname[a]] + rest
+                    cv, tbv, tav = Var("c"), Var(tname[b]), Var(tname[a])
+                    col = Select(inside(b, cv, tbv),
+                                 tail_entry(s1, cv, {a: tav, b: tbv}, l - 1), Const(wt, 0), wt)
+                    for t2 in range(len(fb)):
+                        h = new(f"corr2d.{s1}.{l}.{m + t2}", cn, [col])
+                        scan(h, fb[t2], lambda pos: (pos, tbv, tav) + tuple(rv), wt,
+                             lambda ll, ri: Const(wt, 0), tbv, masked=t2 > 0)
+                        scheds[id(h)].stages = {-1: [Directive("parallel", [tname[a]], span, -1)],
+                                                0: [Directive("parallel", [tname[a]], span, 0)]}
+                        corr[(s1, l, m + t2)] = h
+                        col = FuncCall(h, (cv, tbv, tav) + tuple(rv), 0, wt)
+
+    # ---- final: the chain again in each tile, from the true tails
+    final = new("final2d", tile_names, [value_in])
+    for s, u in enumerate(filters):
+        k = u.iir[0]
+        o = other[k]
+
+        def seed(l, ri, s=s, k=k, o=o):
+            def get(idx):
+                e = tail_entry(s, iv[o], {k: tv[k], o: tv[o]}, idx)
+                return e if wt == t else Cast(t, e)
+            return carried(l, ri, get, t)
+        scan(final, u, dim_tile_at(k, None), t, seed, tv[k], masked=s > 0)
+
+    # ---- f: the final values on the box, the serial form outside
+    vs = [Var(x) for x in f.args]
+    pos = {k: _b("-", vs[k], lo[k]) for k in (a, b)}
+    posc = {k: _b("max", _b("min", pos[k], _b("-", _b("*", tiles[k], _I(n[k])), _I(1))), _I(0)) for k in (a, b)}
+    y = tile_call(final, {k: _b("%", posc[k], _I(n[k])) for k in (a, b)},
+                  {k: _b("/", posc[k], _I(n[k])) for k in (a, b)})
+    defs[id(f)] = Definitions(f, [y], [])
+    # f is computed on the box exactly, and a pipeline that needs more of it fails at run
+    # time (a clear error, as a bound() too small: runtime/native.py), never wrong values
+    for k in (a, b):
+        fs.bounds[f.args[k]] = (lo[k], count[k])
+    for i, ds in sorted(fs.stages.items()):
+        if i >= 0 and ds:
+            raise HdslError(f"'{f.name}.update({i})' is one of the filters that tile_iir({v1}, {v2}, ...) "
+                            "replaces; its schedule has nothing to apply to", ds[0].span,
+                            f"remove the directives of {f.name}.update({i}), or tile each dim on its own")
+    fs.stages = {-1: fs.stages.get(-1, [])}
+    return created, final
