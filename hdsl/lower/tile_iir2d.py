@@ -171,10 +171,15 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         inp = Select(inside(k, pos, tile_of), cur, zero, ty) if masked else cur
         total = _b("*", b0, inp, ty)
         for l, c in enumerate(fb_, start=1):
-            back = FuncCall(g, at(coord_of(u, _b("max", _b("-", ri, _I(l)), _I(0)))), 0, ty)
-            total = _b("+", total, _b("*", c, Select(_b(">=", ri, _I(l)), back, seed(l, ri), ty), ty), ty)
+            if seed is None:                    # (the tails lie in g's slots before the tile)
+                back = FuncCall(g, at(coord_of(u, _b("-", ri, _I(l)))), 0, ty)
+            else:
+                back = FuncCall(g, at(coord_of(u, _b("max", _b("-", ri, _I(l)), _I(0)))), 0, ty)
+                back = Select(_b(">=", ri, _I(l)), back, seed(l, ri), ty)
+            total = _b("+", total, _b("*", c, back, ty), ty)
         g.updates.append(Update(list(at(pos)), [total], rd, span))
         defs[id(g)] = Definitions(g, g.values, g.updates)
+        return ri.name
 
     def carried(l, ri, get, ty):
         """The value l - ri places before the tile, for ri < l: tail entry l - ri - 1."""
@@ -202,32 +207,86 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
             coords.append(Var(x))
     value_in = Select(_b("&&", inside(a, iv[a], tv[a]), inside(b, iv[b], tv[b])), source(coords), Const(t, 0), t)
 
-    # ---- intra: the chain inside each tile, from zero; the edges of every filter
-    intra = []
-    prev = value_in
-    for s, u in enumerate(filters):
-        g = new(f"intra2d.{s}", tile_names, [prev])
-        scan(g, u, dim_tile_at(u.iir[0], None), t, lambda l, ri: Const(t, 0), tv[u.iir[0]], masked=s > 0)
-        intra.append(g)
-        prev = tile_call(g, iv, tv)
+    # ---- the chain of one run (the filters along one dim) inside each tile, in a Func whose
+    # storage along that dim has slots besides the tile's n points: [-K, 0) and [n, n + K)
+    # hold the tails the causal / anticausal filters read (0 in intra; the true tails, written
+    # by an update before each filter, in final), [n + K + r K, ...) the edges of the run's
+    # filter r saved before the next one overwrites them (intra). The other dim is innermost
+    # in storage: the recursion runs along this dim with the lanes across it.
+    K = max(len(u.iir[5]) for u in filters)
+
+    def save_pos(r, j):
+        return n_save0 + r * K + (j - 1)
+
+    def chain(name, run, base, source_at, tails_of=None):
+        k = run[0].iir[0]
+        o = other[k]
+        nk = n[k]
+        g = new(name, tile_names, [Const(t, 0)])
+        ck = iv[k]
+        src = source_at(_b("max", _b("min", ck, _I(nk - 1)), _I(0)))
+        g.values = [Select(_b("&&", _b(">=", ck, _I(0)), _b("<", ck, _I(nk))), src, Const(t, 0), t)]
+        at = dim_tile_at(k, None)
+        upd = {}
+        for r, u in enumerate(run):
+            if tails_of is not None:
+                for l in range(1, len(u.iir[5]) + 1):
+                    slot = _I(-l) if u.iir[1] == "+" else _I(nk - 1 + l)
+                    upd[len(g.updates)] = "line"
+                    g.updates.append(Update(list(at(slot)), [tails_of(base + r, l - 1)], None, span))
+            i_scan = len(g.updates)
+            upd[i_scan] = scan(g, u, at, t, None, tv[k], masked=base + r > 0)
+            if tails_of is None and r < len(run) - 1:
+                for j in range(1, len(u.iir[5]) + 1):
+                    upd[len(g.updates)] = "line"
+                    g.updates.append(Update(list(at(_I(save_pos(r, j)))),
+                                            [FuncCall(g, at(coord_of(u, _I(nk - j))), 0, t)], None, span))
+        defs[id(g)] = Definitions(g, g.values, g.updates)
+        lane = iname[o]
+        st = {i: ([Directive("reorder", [lane, kind], span, i)] if kind != "line" else [])
+              + [Directive("vectorize", [lane, L], span, i)] for i, kind in upd.items()}
+        if k == D[0]:
+            st[-1] = [Directive("reorder_storage", [lane, iname[k]] + [tname[x] for x in D] + rest, span, -1)]
+        else:
+            st[-1] = []
+        g.chain_dim = k
+        scheds[id(g)].stages = st
+        return g
+
+    n_save = {k: n[k] + K for k in (a, b)}
+
+    def src_a(c):                               # the input, in the chain along a
+        i = {a: c, b: iv[b]}
+        return substitute(value_in, lambda x: i[{iname[a]: a, iname[b]: b}[x.name]]
+                          if isinstance(x, Var) and x.name in (iname[a], iname[b]) else None)
+
+    def src_b_of(ga):
+        def src_b(c):                           # the chain along a's result, in the chain along b
+            i = {b: c, a: _b("max", _b("min", iv[a], _I(n[a] - 1)), _I(0))}
+            return tile_call(ga, i, tv)
+        return src_b
+
+    n_save0 = n_save[a]
+    ia_ = chain("intra2d.a", fa, 0, src_a)
+    n_save0 = n_save[b]
+    ib_ = chain("intra2d.b", fb, m, src_b_of(ia_))
     edge_vals, edge_at = [], {}
     for s, u in enumerate(filters):
         k = u.iir[0]
         o = other[k]
+        run_s = s if s < m else s - m
+        last_in_run = s == m - 1 or s == len(filters) - 1
         for j in range(1, len(u.iir[5]) + 1):
-            i = {k: coord_of(u, _I(n[k] - j)), o: _b("min", Var(uname), _I(n[o] - 1))}
+            pos = coord_of(u, _I(n[k] - j)) if last_in_run else _I(n_save[k] + run_s * K + (j - 1))
+            i = {k: pos, o: _b("min", Var(uname), _I(n[o] - 1))}
             edge_at[(s, j)] = len(edge_vals)
-            edge_vals.append(tile_call(intra[s], i, tv))
+            edge_vals.append(tile_call(ia_ if s < m else ib_, i, tv))
     edges = new("edges2d", line_names, edge_vals)
-    tb_ = tname[b]
     scheds[id(edges)].stages = {-1: [Directive("reorder", [uname, tname[a], tname[b]] + rest, span, -1),
-                                     Directive("parallel", [tb_], span, -1)]}
-    for g in intra:
+                                     Directive("vectorize", [uname, L], span, -1),
+                                     Directive("parallel", [tname[b]], span, -1)]}
+    for g in (ia_, ib_):
         scheds[id(g)].compute = scheds[id(g)].store = Level("at", edges, tname[a])
-        st = {-1: [Directive("vectorize", [iname[D[0]], L], span, -1)]}
-        for s2 in range(len(g.updates)):
-            st[s2] = []
-        scheds[id(g)].stages = st
 
     # ---- responses: K[(s', l, s)](c, tile) along one dim
     resp = {}
@@ -320,17 +379,16 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
                         col = FuncCall(h, (cv, tbv, tav) + tuple(rv), 0, wt)
 
     # ---- final: the chain again in each tile, from the true tails
-    final = new("final2d", tile_names, [value_in])
-    for s, u in enumerate(filters):
+    def tail_of(s, idx):
+        u = filters[s]
         k = u.iir[0]
         o = other[k]
-
-        def seed(l, ri, s=s, k=k, o=o):
-            def get(idx):
-                e = tail_entry(s, iv[o], {k: tv[k], o: tv[o]}, idx)
-                return e if wt == t else Cast(t, e)
-            return carried(l, ri, get, t)
-        scan(final, u, dim_tile_at(k, None), t, seed, tv[k], masked=s > 0)
+        e = tail_entry(s, iv[o], {k: tv[k], o: tv[o]}, idx)
+        return e if wt == t else Cast(t, e)
+    n_save0 = n_save[a]
+    fa_ = chain("final2d.a", fa, 0, src_a, tail_of)
+    n_save0 = n_save[b]
+    final = chain("final2d.b", fb, m, src_b_of(fa_), tail_of)
 
     # ---- f: the final values on the box, the serial form outside
     vs = [Var(x) for x in f.args]
@@ -349,4 +407,17 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
                             "replaces; its schedule has nothing to apply to", ds[0].span,
                             f"remove the directives of {f.name}.update({i}), or tile each dim on its own")
     fs.stages = {-1: fs.stages.get(-1, [])}
+    if not fs.stages[-1]:
+        # f in tiles of the filters' tiles (aligned: both start at lo), the rows of tiles in
+        # parallel, the final chains computed per tile, in the cache
+        va, vb = f.args[a], f.args[b]
+        ao, ai, bo, bi = f"{va}.to", f"{va}.ti", f"{vb}.to", f"{vb}.ti"
+        inner = va if D[0] == a else vb
+        fs.stages[-1] = [Directive("split", [va, ao, ai, n[a]], span, -1, "guard_with_if"),
+                         Directive("split", [vb, bo, bi, n[b]], span, -1, "guard_with_if"),
+                         Directive("reorder", [ai, bi, ao, bo] if inner == va else [bi, ai, bo, ao], span, -1),
+                         Directive("vectorize", [ai if inner == va else bi, L], span, -1),
+                         Directive("parallel", [bo if inner == va else ao], span, -1)]
+        for g in (fa_, final):
+            scheds[id(g)].compute = scheds[id(g)].store = Level("at", f, ao if inner == va else bo)
     return created, final
