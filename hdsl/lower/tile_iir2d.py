@@ -1,35 +1,37 @@
 """`f.tile_iir(a, b, na, nb)`: f's filters along two dims tiled together (Nehab et al. 2011,
-"GPU-efficient recursive filtering and summed-area tables"; Chaurasia et al. 2015, the
-overlapped 2-D form).
+"GPU-efficient recursive filtering and summed-area tables"; Chaurasia et al. 2015).
 
 f's updates are filters only: a run F1 .. Fm along dim a, then a run G1 .. Gq along dim b
-(each `.iir`, causal or anticausal, any order; one range per dim). The box
-[lo_a, hi_a) x [lo_b, hi_b) is cut into tiles of na x nb (aligned at lo; the last ones
-padded with zeros). Every filter's result restricted to a tile is linear in its input
-there and in the k values its recursion reads just before the tile (its "tail", taken
-from the neighbouring tile in the filter's direction). So:
+(each `.iir`, causal or anticausal, of any order; one range per dim). The box
+[lo_a, hi_a) x [lo_b, hi_b) is cut into tiles of na x nb, aligned at lo (the last ones
+padded with zeros, which every filter's input is masked to). Inside a tile, each filter's
+result is linear in its input there and in the k values its recursion reads just before
+the tile (its tail: the true result in the neighbouring tile, in the filter's direction).
 
-- intra (`f.intra2d.<s>`, one Func per filter): the chain of all m + q filters run inside
-  each tile from zero tails; `f.edges2d` keeps each filter's k edge lines per tile (the
-  input is read once, here);
-- weights (`f.resp2d.<s'>.<l>.<s>`): K(c, t), the response at in-tile coordinate c, after
-  filters s' .. s of one dim run inside tile t from zero, to a unit value at place l of
-  filter s'-'s tail (tile t is an argument because the last tile's padding is masked);
-- tails along a (`f.tail2d.<s>`): T_s(u, ta, tb) = edge + sum over s' <= s, l of
-  K(edge, l) * T_s'(u, neighbour)[l], serial over the tiles in s's direction (small: k
-  values per line and tile);
-- the a-corrections seen by the b filters (`f.corr2d.<s'>.<l>.<t>`): the b chain run
-  inside each tile on the column of tails T_s'[l] (the a filters' correction is
-  K(c) * T_s'[l], separable, so its b-filtered form is K(c) times the b-filtered tails);
-- tails along b (`f.tail2d.<m+t>`): the b edges plus the a-corrections plus the b
-  filters' own tails, serial over the tiles along b;
-- final (`f.final2d`): the chain again in each tile, from the true tails (the input is
-  read a second time, the result written once); f itself reads it, on the box only:
-  f is computed exactly on [lo_a, hi_a) x [lo_b, hi_b), and a pipeline that needs f
-  beyond it fails at run time with an error naming the directive.
+- `f.intra_<a>`, `f.intra_<b>` (per tile, inside `f.edges`): the chain of each run inside
+  every tile from zero tails; `f.edges` keeps every filter's k edge lines of each tile
+  (the last k in its direction). The input is read once here.
+- `f.resp<s'>_<l>_<s>`: K(c, t), the response at in-tile coordinate c of filters s' .. s
+  of one run (run from zero inside tile t: t is an argument because the last tile's
+  padding is masked) to a unit value at place l of filter s''s tail.
+- `f.tails<s>` along a: T_s(u, ta, tb) = edge_s + sum over s' <= s, l of
+  K(edge, l) T_s'(u, the tile before)[l], a serial chain over the tiles in s's direction
+  (k values per line and tile: small).
+- `f.corr<s'>_<l>_<t>`: the a filters' correction inside a tile is K(c) T_s'[l], separable,
+  so what the b filters make of it is K(c) times the b chain run over the column of tails
+  T_s'[l] (the size of the tails).
+- `f.tails<m + t>` along b: the b edges, plus the a corrections through the b filters,
+  plus the b filters' own tails, serial over the tiles along b.
+- `f.final_<a>`, `f.final_<b>` (per tile of f): the chains again, from the true tails
+  (written into slots beside the tile before each filter). The input is read a second
+  time and f written once. f is computed exactly on the box: a pipeline that needs it
+  beyond fails at run time with an error naming the directive (runtime/native.py).
 
-Float sums are associated differently (the weights and tails are f64 for f32 data, as in
-the 1-D form); integer results are exact.
+Storage: each run's chain keeps the other dim innermost, so its recursion runs with the
+lanes across it on dense vectors; the copies between the two (and from the input) are
+loops the code generator transposes in 16 x 16 register blocks. Float sums are associated
+differently than in the serial filter (the weights and tails are f64 for f32 data, as in
+the 1-D form); integer results are exact (wrapping arithmetic is a ring).
 """
 from __future__ import annotations
 
@@ -59,14 +61,14 @@ def _filters(f: Func, defs, d) -> tuple[int, int, list, list]:
         raise HdslError(f"tile_iir({v1}, {v2}, ...) tiles a Func whose updates are all filters along "
                         f"'{v1}' and '{v2}'; update({k}) of '{f.name}' {what}", d.span, hint)
     dims = [u.iir[0] for u in ups]
-    if not dims or dims[0] == dims[-1]:
+    if len(set(dims)) < 2:
         only = f.args[dims[0]] if dims else None
         raise HdslError(f"'{f.name}' has no filter along '{v2 if only == v1 else v1}' to tile with its "
                         f"filters along '{only}'" if dims else f"'{f.name}' has no recursive filter (.iir)",
                         d.span, f"tile one dim: {f.name}.tile_iir({only}, n)" if dims else None)
-    m = dims.index(dims[-1])
-    if any(x != dims[0] for x in dims[:m]) or any(x != dims[-1] for x in dims[m:]):
-        k = next(i for i in range(m, len(dims)) if dims[i] != dims[-1])
+    m = next(i for i, x in enumerate(dims) if x != dims[0])
+    if any(x != dims[m] for x in dims[m:]):
+        k = next(i for i in range(m, len(dims)) if dims[i] != dims[m])
         raise HdslError(f"tile_iir({v1}, {v2}, ...) needs the filters along one dim first, then those along "
                         f"the other; update({k}) of '{f.name}' goes back to '{f.args[dims[k]]}'", d.span, hint)
     for run in (ups[:m], ups[m:]):
@@ -108,7 +110,7 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
 
     # what the filters read: f's pure definition, inlined where it reads little
     if _reads(d0.values[0]) > INLINE_READS:
-        part = new("part2d", f.args, list(d0.values),
+        part = new("part", f.args, list(d0.values),
                    stages={-1: [Directive("vectorize", [f.args[0], L], span, -1)]})
 
         def source(coords):
@@ -132,7 +134,14 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
     tv = {k: Var(tname[k]) for k in (a, b)}
     tile_names = [iname[k] for k in D] + [tname[k] for k in D] + rest
     # (u, tiles..., rest): a line across the tile (u its coordinate along the other dim)
-    uname = "u"
+    taken = set(f.args) | set(iname.values()) | set(tname.values())
+
+    def fresh(base):                            # a var name no dim of f has
+        while base in taken:
+            base += "_"
+        taken.add(base)
+        return base
+    uname, cname, tlname = fresh("u"), fresh("c"), fresh("tile")
     line_names = [uname] + [tname[k] for k in D] + rest
 
     def tile_call(g, i: dict, tt: dict, idx=0, ty=None):
@@ -245,10 +254,15 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         lane = iname[o]
         st = {i: ([Directive("reorder", [lane, kind], span, i)] if kind != "line" else [])
               + [Directive("vectorize", [lane, L], span, i)] for i, kind in upd.items()}
+        # the pure definition (the input, or the other run's result, stored with the other
+        # dim innermost) vectorized along the lanes with the run's dim serial around them: the
+        # code generator transposes such loops in 16 x 16 register blocks (codegen/transpose.py)
+        lo_, li_ = f"{lane}.lo", f"{lane}.li"
+        st[-1] = [Directive("split", [lane, lo_, li_, L], span, -1), Directive("reorder", [li_, iname[k], lo_], span, -1),
+                  Directive("vectorize", [li_], span, -1)]
         if k == D[0]:
-            st[-1] = [Directive("reorder_storage", [lane, iname[k]] + [tname[x] for x in D] + rest, span, -1)]
-        else:
-            st[-1] = []
+            st[-1].insert(0, Directive("reorder_storage", [lane, iname[k]] + [tname[x] for x in D] + rest,
+                                       span, -1))
         g.chain_dim = k
         scheds[id(g)].stages = st
         return g
@@ -267,9 +281,9 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         return src_b
 
     n_save0 = n_save[a]
-    ia_ = chain("intra2d.a", fa, 0, src_a)
+    ia_ = chain(f"intra_{f.args[a]}", fa, 0, src_a)
     n_save0 = n_save[b]
-    ib_ = chain("intra2d.b", fb, m, src_b_of(ia_))
+    ib_ = chain(f"intra_{f.args[b]}", fb, m, src_b_of(ia_))
     edge_vals, edge_at = [], {}
     for s, u in enumerate(filters):
         k = u.iir[0]
@@ -281,7 +295,7 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
             i = {k: pos, o: _b("min", Var(uname), _I(n[o] - 1))}
             edge_at[(s, j)] = len(edge_vals)
             edge_vals.append(tile_call(ia_ if s < m else ib_, i, tv))
-    edges = new("edges2d", line_names, edge_vals)
+    edges = new("edges", line_names, edge_vals)
     scheds[id(edges)].stages = {-1: [Directive("reorder", [uname, tname[a], tname[b]] + rest, span, -1),
                                      Directive("vectorize", [uname, L], span, -1),
                                      Directive("parallel", [tname[b]], span, -1)]}
@@ -296,15 +310,15 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
             k = u1.iir[0]
             for l in range(1, len(u1.iir[5]) + 1):
                 # W: the response of filter s1 to a unit value l places before the tile (no input)
-                g = new(f"resp2d.{base + s1}.{l}.{base + s1}", ["c", "tile"], [Const(wt, 0)])
-                c, tl = Var("c"), Var("tile")
+                g = new(f"resp{base + s1}_{l}_{base + s1}", [cname, tlname], [Const(wt, 0)])
+                c, tl = Var(cname), Var(tlname)
 
                 def seed(ll, ri, l=l):          # 1 at place l before the tile, 0 elsewhere
                     return Select(_b("==", _b("-", _I(ll), ri), _I(l)), Const(wt, 1), Const(wt, 0), wt)
                 scan(g, u1, lambda pos: (pos, tl), wt, seed, tl, masked=False)
                 resp[(base + s1, l, base + s1)] = g
                 for s2 in range(s1 + 1, len(run)):
-                    h = new(f"resp2d.{base + s1}.{l}.{base + s2}", ["c", "tile"],
+                    h = new(f"resp{base + s1}_{l}_{base + s2}", [cname, tlname],
                             [FuncCall(g, (c, tl), 0, wt)])
                     scan(h, run[s2], lambda pos: (pos, tl), wt, lambda ll, ri: Const(wt, 0), tl)
                     resp[(base + s1, l, base + s2)] = h
@@ -333,7 +347,7 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
     for s, u in enumerate(filters):
         k = u.iir[0]
         ks = len(u.iir[5])
-        g = new(f"tail2d.{s}", line_names, [Const(wt, 0)] * ks)
+        g = new(f"tails{s}", line_names, [Const(wt, 0)] * ks)
         rd = RDom(f"{g.name}.r", [(_I(0), tiles[k])], None, span)
         rt = RVar(rd, 0)
         tk = rt if u.iir[1] == "+" else _b("-", _b("-", tiles[k], _I(1)), rt)
@@ -365,12 +379,12 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
             # the a filters' tails, b-filtered inside each b tile: corr[(s1, l, m + t)](c, tb, ta)
             for s1 in range(m):
                 for l in range(1, len(filters[s1].iir[5]) + 1):
-                    cn = ["c", tname[b], tname[a]] + rest
-                    cv, tbv, tav = Var("c"), Var(tname[b]), Var(tname[a])
+                    cn = [cname, tname[b], tname[a]] + rest
+                    cv, tbv, tav = Var(cname), Var(tname[b]), Var(tname[a])
                     col = Select(inside(b, cv, tbv),
                                  tail_entry(s1, cv, {a: tav, b: tbv}, l - 1), Const(wt, 0), wt)
                     for t2 in range(len(fb)):
-                        h = new(f"corr2d.{s1}.{l}.{m + t2}", cn, [col])
+                        h = new(f"corr{s1}_{l}_{m + t2}", cn, [col])
                         scan(h, fb[t2], lambda pos: (pos, tbv, tav) + tuple(rv), wt,
                              lambda ll, ri: Const(wt, 0), tbv, masked=t2 > 0)
                         scheds[id(h)].stages = {-1: [Directive("parallel", [tname[a]], span, -1)],
@@ -386,9 +400,9 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         e = tail_entry(s, iv[o], {k: tv[k], o: tv[o]}, idx)
         return e if wt == t else Cast(t, e)
     n_save0 = n_save[a]
-    fa_ = chain("final2d.a", fa, 0, src_a, tail_of)
+    fa_ = chain(f"final_{f.args[a]}", fa, 0, src_a, tail_of)
     n_save0 = n_save[b]
-    final = chain("final2d.b", fb, m, src_b_of(fa_), tail_of)
+    final = chain(f"final_{f.args[b]}", fb, m, src_b_of(fa_), tail_of)
 
     # ---- f: the final values on the box, the serial form outside
     vs = [Var(x) for x in f.args]
