@@ -67,6 +67,9 @@ def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict
                                 "already tiles its filters", other.span,
                                 f"keep one: {f.name}.tile_iir(x, y, nx, ny) tiles both dims together")
             new, final = rewrite_2d(f, joint[0], defs, scheds)
+            if sched is not None and named.get(id(f)):
+                # stages the schedule names (rf.final_y.…) take its directives
+                _user_schedules(f, new, named[id(f)], sched, scheds, {})
         else:
             sizes = {}
             for d in tiles:

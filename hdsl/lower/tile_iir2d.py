@@ -35,6 +35,8 @@ the 1-D form); integer results are exact (wrapping arithmetic is a ring).
 """
 from __future__ import annotations
 
+import re
+
 from hdsl.diagnostics import HdslError
 from hdsl.ir.expr import Cast, Const, Expr, FuncCall, RVar, Select, Var, substitute
 from hdsl.ir.func import Directive, Func, RDom, Update
@@ -414,6 +416,10 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
     # f is computed on the box exactly, and a pipeline that needs more of it fails at run
     # time (a clear error, as a bound() too small: runtime/native.py), never wrong values
     for k in (a, b):
+        if f.args[k] in fs.bounds:
+            raise HdslError(f"'{f.name}' has a bound() on '{f.args[k]}', but tile_iir({v1}, {v2}, ...) computes it "
+                            f"on its filters' range along '{f.args[k]}'", span,
+                            f"remove {f.name}.bound({f.args[k]}, ...)")
         fs.bounds[f.args[k]] = (lo[k], count[k])
     for i, ds in sorted(fs.stages.items()):
         if i >= 0 and ds:
@@ -435,3 +441,15 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         for g in (fa_, final):
             scheds[id(g)].compute = scheds[id(g)].store = Level("at", f, ao if inner == va else bo)
     return created, final
+
+
+def stage_funcs_2d(f: Func, d: Directive) -> list[Func]:
+    """Stand-ins of the stages of f.tile_iir(a, b, na, nb) a schedule may name (the same
+    names, args and updates): f.intra_<a>, f.intra_<b>, f.edges, f.final_<a>, f.final_<b>."""
+    defs = {id(f): Definitions(f, list(f.values), list(f.updates))}
+    scheds = {id(f): FuncSchedule(Level("root"), Level("root"), {})}
+    created, _ = rewrite_2d(f, d, defs, scheds)
+    out = [g for g in created if re.fullmatch(r"(intra|final)_\w+|edges", g.name.rsplit(".", 1)[1])]
+    for g in out:
+        g.tile_stage_of = (f, "2d")
+    return out

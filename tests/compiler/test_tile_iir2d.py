@@ -247,3 +247,37 @@ schedule {{
     msg = str(e.value)
     assert message in msg, msg
     assert "p.hl:" in msg and "hint:" in msg and "^" in msg
+
+
+NAMED = FLOAT.replace("schedule joint {", """schedule named {
+    rf.compute_root().tile_iir(x, y, 8, 16)
+    rf.final_y.compute_root().parallel(y_tile)
+    rf.final_x.compute_at(rf.final_y, x_tile)
+    rf.edges.parallel(x_tile)
+}
+schedule joint {""")
+
+
+def test_named_stages_take_their_directives():
+    """rf.intra_x, rf.intra_y, rf.edges, rf.final_x and rf.final_y are named like Funcs;
+    their directives replace the stage's defaults, and the values stay the serial filter's."""
+    p = hdsl.loads(NAMED, "named.hl")
+    for h, w in ((1, 1), (17, 33)):
+        img = np.random.RandomState(w).rand(h, w).astype(np.float32)
+        np.testing.assert_allclose(p.compile("host", schedule="named")(img=img), p(img=img), rtol=1e-5, atol=1e-6)
+    named, default = _loops(NAMED, "named"), _loops(NAMED, "joint")
+    assert "parallel for rf.final_y.s0.y_tile" in named and "parallel for rf.final_y" not in default
+    assert "parallel for rf.edges.s0.x_tile" in named and "parallel for rf.edges.s0.y_tile" in default
+
+
+@pytest.mark.parametrize("stage,message", [
+    ("rf.tile_iir(x, y, 8, 8)\n    rf.intra_z.compute_root()",
+     "tile_iir(x, y, 8, 8) makes no stage 'intra_z' of 'rf'"),
+    ("rf.final_y.compute_root()\n    rf.tile_iir(x, y, 8, 8)",
+     "'rf.final_y' is a stage of rf.tile_iir(x, y, nx, ny), which this schedule has not given (yet)"),
+])
+def test_naming_a_stage_that_does_not_exist(stage, message):
+    text = FLOAT.split("schedule joint")[0] + "schedule s {\n    rf.compute_root()\n    " + stage + "\n}\n"
+    with pytest.raises(hdsl.HdslError) as e:
+        hdsl.loads(text, "t.hl")
+    assert message in str(e.value)
