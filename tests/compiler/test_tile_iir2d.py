@@ -10,25 +10,13 @@ import pytest
 from scipy.signal import lfilter
 
 import hdsl
+from test_tile_iir import FLOAT as FLOAT_1D, _loops
 
 # sizes below, at and above the tiles, multiples and not
 SIZES = [(1, 1), (5, 7), (16, 16), (33, 17), (40, 9), (3, 64), (24, 8)]
 
-FLOAT = """
-pipeline iir
-input  img: f32[2]
-param  b0: f32 = 0.5
-param  a1: f32 = 0.5
-output out: f32[2]
-algorithm {
-    rf(x, y) = img(x, y)
-    rf.iir(+x, 0..img.width, b0, [a1])
-    rf.iir(-x, 0..img.width, b0, [a1])
-    rf.iir(+y, 0..img.height, 0.25f, [1.1f, -0.35f])
-    rf.iir(-y, 0..img.height, 0.25f, [1.1f, -0.35f])
-    out(x, y) = rf(x, y)
-}
-schedule joint { rf.compute_root().tile_iir(x, y, 8, 16) }
+# test_tile_iir.py's program (x+, x- first order; y+, y- second order), other schedules
+FLOAT = FLOAT_1D.split("schedule both")[0] + """schedule joint { rf.compute_root().tile_iir(x, y, 8, 16) }
 schedule joint_small { rf.compute_root().tile_iir(y, x, 3, 4) }
 schedule separate { rf.compute_root().tile_iir(x, 8).tile_iir(y, 16) }
 """
@@ -176,12 +164,6 @@ def test_a_pure_definition_that_reads_a_stencil(h, w):
     p = hdsl.loads(STENCIL, "iir_st.hl")
     img = np.random.RandomState(w).rand(h, w).astype(np.float32)
     np.testing.assert_allclose(p.compile("host", schedule="s")(img=img), p(img=img), rtol=1e-5, atol=1e-6)
-
-
-def _loops(text, schedule):
-    from hdsl.ir.printer import stmt_str
-    from hdsl.lower.lower import lower
-    return stmt_str(lower(hdsl.loads(text, "t.hl").ir, schedule).stmt)
 
 
 def test_the_image_is_read_twice():
