@@ -38,7 +38,8 @@ MEANING = {
     "update": "what follows in the chain applies to update definition `i` (from 0, in the order written)",
     "rfactor": "factor an associative update into partial results over the other rdom dimensions, indexed "
                "by the new var `u` and computed in parallel, then combined along `r.x`; ends the chain",
-    "tile_iir": "run the filters of `f.iir(±v, ...)` in tiles of `n` (Chaurasia et al. 2015)",
+    "tile_iir": "run the filters of `f.iir(±v, ...)` in tiles of `n` (Chaurasia et al. 2015), or those along "
+                "two dims together in tiles of `nx` x `ny` (Nehab et al. 2011)",
     "fold_storage": "keep only `n` slices of dimension `v` (addressed modulo `n`) of a Func stored outside the "
                     "serial loop it slides in; a window wider than `n` is an error (at compile time when constant, "
                     "else at run time)",

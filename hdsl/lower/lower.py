@@ -87,6 +87,15 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
     funcs = apply_rfactor(funcs, defs, scheds)
     # tile_iir replaces filters by the Funcs of their tiled form
     funcs = apply_tile_iir(funcs, defs, scheds, sched, p.outputs)
+    if info is not None:
+        # the storage orders tile_iir gives the Funcs it makes (a schedule's reorder_storage
+        # names Funcs of the program: lower() reads those from the schedule)
+        for g in funcs:
+            for d in scheds[id(g)].stages.get(-1, []):
+                if d.name == "reorder_storage" and g.implicit:
+                    order = [g.args.index(a) for a in d.args]
+                    info.setdefault("storage_orders", {})[id(g)] = order + [i for i in range(g.dims)
+                                                                           if i not in order]
     lb = LoopBuilder(defs, scheds, p.outputs)
     lb.shift_outputs = shift_outputs
     stmt: Stmt = Block(())
@@ -373,6 +382,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
                     f = sched.funcs[fid]
                     order = [f.args.index(a) for a in d.args]
                     orders[fid] = order + [i for i in range(f.dims) if i not in order]
+    orders.update(info.get("storage_orders", {}))
     stmt = run("flatten", flatten, stmt, orders)
     stmt = run("gpu_memory", gpu_memory, stmt)
     stmt = run("partition_loops", partition_loops, stmt)

@@ -56,12 +56,26 @@ def apply_tile_iir(funcs: list[Func], defs: dict[int, Definitions], scheds: dict
             continue
         for d in tiles:
             fs.stages[-1].remove(d)
-        sizes = {}
-        for d in tiles:
-            v, n = d.args
-            sizes[f.args.index(v)] = (n, d.span)
+        joint = [d for d in tiles if len(d.args) == 4]
         written = {id(d) for d in fs.stages.get(-1, [])}
-        new = _rewrite(f, sizes, defs, scheds, named.get(id(f), {}), sched)
+        if joint:
+            # two dims tiled together (lower/tile_iir2d.py)
+            from hdsl.lower.tile_iir2d import rewrite_2d
+            if len(tiles) > 1:
+                other = next(d for d in tiles if d is not joint[0])
+                raise HdslError(f"'{f.name}' is tiled twice: tile_iir({', '.join(map(str, joint[0].args))}) "
+                                "already tiles its filters", other.span,
+                                f"keep one: {f.name}.tile_iir(x, y, nx, ny) tiles both dims together")
+            new, final = rewrite_2d(f, joint[0], defs, scheds)
+            if sched is not None and named.get(id(f)):
+                # stages the schedule names (rf.final_y.…) take its directives
+                _user_schedules(f, new, named[id(f)], sched, scheds, {})
+        else:
+            sizes = {}
+            for d in tiles:
+                v, n = d.args
+                sizes[f.args.index(v)] = (n, d.span)
+            new = _rewrite(f, sizes, defs, scheds, named.get(id(f), {}), sched)
         if any(f is o for o in outputs):
             # An output that is its last filter's result takes that stage's splits. They are
             # guarded in every form of the code: the shifted form (made when other splits of

@@ -277,6 +277,17 @@ class NativePipeline:
                     ev = Evaluator(self.p, inputs, params)
                     return bound_too_small(f.name, var, info[2], info[3], ev.scalar_value(d.args[1]),
                                            ev.scalar_value(d.args[2]), d.span)
+                if d.name == "tile_iir" and len(d.args) == 4 and var in d.args[:2]:
+                    # the joint tiling computes f on its filters' ranges only (lower/tile_iir2d.py)
+                    u = next(u for u in f.updates if u.iir is not None and u.iir[0] == info[1])
+                    ev = Evaluator(self.p, inputs, params)
+                    lo, hi = ev.scalar_value(u.iir[2]), ev.scalar_value(u.iir[3])
+                    return HdslError(f"'{f.name}' is needed at {var} = {info[2]} .. {info[3]}, but "
+                                     f"tile_iir({', '.join(map(str, d.args))}) computes it on its filters' "
+                                     f"range only, {var} = {lo} .. {hi - 1}", d.span,
+                                     f"read '{f.name}' inside its filters' ranges (clamp the coordinates), or "
+                                     f"tile each dim on its own: tile_iir({d.args[0]}, {d.args[2]})"
+                                     f".tile_iir({d.args[1]}, {d.args[3]})")
         return HdslError("a bound() directive is smaller than the region the pipeline needs", None,
                          "widen the bound, or shrink the output")
 

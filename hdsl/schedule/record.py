@@ -48,7 +48,7 @@ SIGNATURES: dict[str, list[list[str]]] = {
                  ["var", "var", "var", "new", "new", "new", "new", "new", "new", "int", "int", "int"]],
     "update": [["int"]],
     "rfactor": [["rvar", "new"]],
-    "tile_iir": [["dim", "int"]],
+    "tile_iir": [["dim", "int"], ["dim", "dim", "int", "int"]],
     "fold_storage": [["dim", "int"]],
     "glsl": [["var", "var"], ["var", "var", "var"]],
 }
@@ -64,7 +64,7 @@ USAGE = {
     "gpu_threads": "gpu_threads(x), gpu_threads(x, y) or gpu_threads(x, y, z)",
     "gpu_tile": "gpu_tile(x, xi, n), gpu_tile(x, y, xi, yi, w, h), gpu_tile(x, y, xo, yo, xi, yi, w, h), "
                 "gpu_tile(x, y, z, xi, yi, zi, w, h, d) or gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, w, h, d)",
-    "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n)",
+    "update": "update(i)", "rfactor": "rfactor(r.x, u)", "tile_iir": "tile_iir(v, n) or tile_iir(x, y, nx, ny)",
     "fold_storage": "fold_storage(v, n)",
     "glsl": "glsl(x, y, c) or glsl(x, y)",
 }
@@ -77,6 +77,8 @@ PURE_ONLY = {"compute_root", "compute_inline", "store_root", "compute_at", "stor
              "reorder_storage", "bound", "estimate", "tile_iir", "fold_storage", "glsl"}
 # the Funcs tile_iir makes of filter update(k) of f, named f.<stage>k (lower/tile_iir.py)
 TILE_STAGE = r"(weights|intra|last|tail|final|tiled)(\d+)"
+# the Funcs tile_iir(a, b, na, nb) makes that a schedule may name (lower/tile_iir2d.py)
+TILE_STAGE_2D = r"(intra|final)_\w+|edges"
 
 RACY = {"parallel", "vectorize", "gpu_blocks", "gpu_threads", "gpu_tile"}
 
@@ -265,6 +267,10 @@ class _Recorder:
             base = self.el.value(node.obj, scope, DefContext(None, None))
             if isinstance(base, FuncVal) and node.name not in base.func.locals:
                 return self._tile_stage(base.func, node)
+        if isinstance(node, ast.Attr) and re.fullmatch(TILE_STAGE_2D, node.name):
+            base = self.el.value(node.obj, scope, DefContext(None, None))
+            if isinstance(base, FuncVal) and node.name not in base.func.locals:
+                return self._tile_stage_2d(base.func, node)
         if isinstance(node, ast.Name) and scope.lookup(node.id) is None:
             names = [n for n in scope.all_names() if isinstance(scope.lookup(n), FuncVal)]
             guess = did_you_mean(node.id, names)
@@ -296,6 +302,23 @@ class _Recorder:
         if key not in self.tile_stages:
             self.tile_stages[key] = {g.name.rsplit(".", 1)[1]: g for g in stage_funcs(f, k)}
         return self.tile_stages[key][node.name]
+
+    def _tile_stage_2d(self, f: Func, node) -> Func:
+        """`rf.final_y`: a stage of rf.tile_iir(x, y, nx, ny), as a stand-in Func."""
+        from hdsl.lower.tile_iir2d import stage_funcs_2d
+        d = next((d for d in self.sched.for_func(f) if d.name == "tile_iir" and len(d.args) == 4), None)
+        if d is None:
+            self.el.error(f"'{f.name}.{node.name}' is a stage of {f.name}.tile_iir(x, y, nx, ny), which this "
+                          "schedule has not given (yet)", node.name_span,
+                          f"write {f.name}.tile_iir(x, y, nx, ny) before scheduling its stages")
+        key = (id(f), "2d")
+        if key not in self.tile_stages:
+            self.tile_stages[key] = {g.name.rsplit(".", 1)[1]: g for g in stage_funcs_2d(f, d)}
+        stages = self.tile_stages[key]
+        if node.name not in stages:
+            self.el.error(f"tile_iir({', '.join(map(str, d.args))}) makes no stage '{node.name}' of '{f.name}'",
+                          node.name_span, "its stages: " + ", ".join(f"{f.name}.{n}" for n in stages))
+        return stages[node.name]
 
     def args(self, f, stage, call, scope):
         name = call.func.name

@@ -503,6 +503,24 @@ def _renderable(t) -> bool:
     return t.is_bool() or (t.is_float() and t.bits == 32) or (t.is_integral() and t.bits <= 32)
 
 
+def joint_iir(f: Func):
+    """The two dims of f's filters when tile_iir(a, b, na, nb) applies: every update a filter,
+    those along one dim first, each dim's filters over one range; else None."""
+    ups = f.updates
+    if not ups or any(u.iir is None for u in ups):
+        return None
+    dims = [u.iir[0] for u in ups]
+    if len(set(dims)) != 2:
+        return None
+    m = next(i for i, d in enumerate(dims) if d != dims[0])
+    if any(d != dims[m] for d in dims[m:]):
+        return None
+    for run in (ups[:m], ups[m:]):
+        if any(repr(u.iir[2:4]) != repr(run[0].iir[2:4]) for u in run):
+            return None
+    return f.args[dims[0]], f.args[dims[m]]
+
+
 def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
              output_sizes: dict[str, list[int]] | None = None, bound_box: tuple[int, int] | None = None,
              gpu: bool = False, gpu_valid: bool = False, gpu_wide: bool = False,
@@ -736,7 +754,16 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
                     out.lines.append(f"{inf.sname}.bound({a}, {bound_box[0]}, {bound_box[1]})")
                     bounded.add(id(f))
         iir_dims = sorted({u.iir[0] for u in f.updates if u.iir is not None})
-        if iir_dims and "tile_iir" not in exclude and ch.bool(40):
+        if joint_iir(f) and "tile_iir" not in exclude and ch.bool(30):
+            # both dims tiled together (lower/tile_iir2d.py): f is computed on its filters'
+            # box, which its consumers must not read past (the corpus' iir reads rf on the
+            # image), and its filters' stages and bounds are not its own to schedule
+            a, b = joint_iir(f)
+            out.lines = [ln for ln in out.lines
+                         if not ln.startswith((f"{inf.sname}.update(", f"{inf.sname}.bound("))]
+            out.lines.append(f"{inf.sname}.tile_iir({a}, {b}, {ch.int(2, 9)}, {ch.int(2, 9)})")
+            tiled.add(id(f))
+        elif iir_dims and "tile_iir" not in exclude and ch.bool(40):
             # the tiled filters replace their update stages (their directives are dropped)
             d = ch.choice(iir_dims)
             out.lines.append(f"{inf.sname}.tile_iir({f.args[d]}, {ch.int(2, 9)})")
