@@ -22,7 +22,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hdsl.codegen import transpose
-from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int,
+from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int, _const_of,
                                _Fn, _free_names, _suffix, llvm_type)
 from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, Var, free_vars, walk
 from hdsl.ir.func import Pipeline
@@ -222,9 +222,25 @@ class CodeGenCPU(CodeGenLLVM):
                 b.store(v, b.gep(st.err_info, [ir.Constant(I64T, i)], source_etype=I64T))
         b.ret(ir.Constant(I32T, code))
 
+    # (the bytes of fixed stack slots a function may take for allocations of constant size)
+    FIXED_STACK_LIMIT = 16 * 1024
+
     def allocate(self, st: _Fn, s: Allocate):
         b = st.b
         elements = self.expr(st, s.size)
+        known = _fold(elements)
+        nbytes = None if known is None or known <= 0 else -(-known * max(1, s.type.bits // 8) // 64) * 64
+        if nbytes is not None and st.fixed_stack + nbytes <= self.FIXED_STACK_LIMIT:
+            # a small buffer of constant size (a tile's intermediate, allocated once per tile:
+            # camera_pipe's demosaic and colour correction) in a fixed slot of the function's
+            # frame, as Halide's: no stack save and restore, no size check and no pointer to
+            # keep in a register per tile (the slot is at a constant offset in the frame)
+            st.fixed_stack += nbytes
+            slot = self.entry_alloca(st, I8T, nbytes)
+            slot.align = 64
+            slot.type = PTR                 # (an opaque pointer, as every buffer's: llvmlite types it i8*)
+            self._allocated(st, s, slot, nbytes)
+            return
         self._check_size(st, elements, -1)
         size = b.mul(elements, ir.Constant(I64T, max(1, s.type.bits // 8)))
         size = b.select(b.icmp_signed(">", size, ir.Constant(I64T, 0)), size, ir.Constant(I64T, 1))
@@ -258,17 +274,30 @@ class CodeGenCPU(CodeGenLLVM):
         ok = b.icmp_unsigned("!=", mem, ir.Constant(PTR, None))
         with b.if_then(b.not_(ok), likely=False):
             b.ret(ir.Constant(I32T, ERR_OUT_OF_MEMORY))
+        self._allocated(st, s, mem, nbytes, after=lambda: self._free_unless(st, small, mem))
+        b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
+
+    def _allocated(self, st: _Fn, s: Allocate, mem, nbytes, after=None):
+        """The body of allocation s with its buffer at mem (nbytes: its size, where constant)."""
         old = st.syms.get(s.name)
         st.syms[s.name] = (mem, None)
         old_bytes = st.alloc_bytes.pop(s.name, None)
-        known = _fold(elements)
-        if known is not None and known > 0:
-            st.alloc_bytes[s.name] = -(-known * max(1, s.type.bits // 8) // 64) * 64
+        if nbytes is not None:
+            st.alloc_bytes[s.name] = nbytes
         self.base_of(s.name, mem)
         self.stmt(st, s.body)
         st.alloc_bytes.pop(s.name, None)
         if old_bytes is not None:
             st.alloc_bytes[s.name] = old_bytes
+        if after is not None:
+            after()
+        if old is None:
+            del st.syms[s.name]
+        else:
+            st.syms[s.name] = old
+
+    def _free_unless(self, st: _Fn, small, mem):
+        b = st.b
         with b.if_then(b.not_(small)):
             free = self.decl(f"{self.runtime_prefix}_free", ir.VoidType(), [PTR])
             if self.ALIAS_INFO and "nounwind" not in free.attributes:
@@ -276,11 +305,6 @@ class CodeGenCPU(CodeGenLLVM):
                 free.attributes.add("inaccessiblemem_or_argmemonly")
                 free.attributes.add("nounwind")
             b.call(free, [mem])
-        b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
-        if old is None:
-            del st.syms[s.name]
-        else:
-            st.syms[s.name] = old
 
     # ------------------------------------------------------------ loops
     def loop(self, st: _Fn, s: For):
@@ -511,8 +535,11 @@ class CodeGenCPU(CodeGenLLVM):
             one_by_one()
 
     def vector_for(self, st: _Fn, s: For, lanes: int):
-        """The loop becomes one pass over `lanes` lanes: its var is a ramp."""
-        lo = self.expr(st, s.min)
+        """The loop becomes one pass over `lanes` lanes: its var is a ramp (generated once per
+        residue of its first value where selects test its parity: CodeGenLLVM.by_residue)."""
+        self.per_residue(st, s, lambda lo: self._vector_pass(st, s, lanes, lo))
+
+    def _vector_pass(self, st: _Fn, s: For, lanes: int, lo):
         old = st.syms.get(s.var)
         st.syms[s.var] = (Ramp(lo, 1, lanes), I32)
         st.lanes = lanes
@@ -678,6 +705,7 @@ class CodeGenCPU(CodeGenLLVM):
         return v
 
     _PERMI2B = "llvm.x86.avx512.vpermi2var.qi.512"
+    _PACKED_LOOKUP = True         # (off: the per-lane gather without VBMI, to measure against)
 
     def table_lookup(self, st: _Fn, e: Load, base, idx, t: Type):
         """A gather of bytes from an allocation of at most 1024 bytes of constant size (a
@@ -691,6 +719,9 @@ class CodeGenCPU(CodeGenLLVM):
         such a load."""
         size = st.alloc_bytes.get(e.buffer)
         lanes = idx.type.count
+        if not self.vbmi and self.madd_lanes and t.bits == 8 and not t.is_bool() and size is not None \
+                and size <= 1 << 16 and lanes % 8 == 0 and idx.type.element == I32T and self._PACKED_LOOKUP:
+            return self.packed_lookup(st, base, idx)
         if not (self.vbmi and t.bits == 8 and not t.is_bool() and size is not None and size <= 1024
                 and lanes >= 16 and idx.type.element == I32T):
             return None
@@ -714,6 +745,29 @@ class CodeGenCPU(CodeGenLLVM):
                 bit += 1
             return vals[0]
         return self.in_chunks(st, 64, [idx], lookup)
+
+    def packed_lookup(self, st: _Fn, base, idx):
+        """Bytes base[idx[k]] for a table of at most 2^16 bytes on x86 without VBMI (AVX2):
+        one scalar load per lane, as Halide's, inserted into the vector as Halide's
+        (vpinsrb from memory), but the indices taken out four lanes at a time: narrowed to
+        16 bits (exact: each lies in the table, as for table_lookup), one 64-bit extract
+        (vmovq / vpextrq) per four lanes, split with shifts and masks on the integer ALUs.
+        Halide (and LLVM from a gather) widens the indices to 32 bits and extracts each lane
+        with vpextrd, a second vector-shuffle operation on every lane beside the insert;
+        camera_pipe's tone curve on AVX2 went from about Halide's time to ~10% less."""
+        b = st.b
+        lanes = idx.type.count
+        q = b.bitcast(b.trunc(idx, ir.VectorType(ir.IntType(16), lanes)), ir.VectorType(I64T, lanes // 4))
+        quads = [b.extract_element(q, ir.Constant(I32T, j)) for j in range(lanes // 4)]
+        mask16 = ir.Constant(I64T, 0xFFFF)
+        v = ir.Constant(ir.VectorType(I8T, lanes), ir.Undefined)
+        for k in range(lanes):
+            sh = 16 * (k % 4)
+            i = quads[k // 4] if sh == 0 else b.lshr(quads[k // 4], ir.Constant(I64T, sh))
+            if sh != 48:
+                i = b.and_(i, mask16)
+            v = b.insert_element(v, b.load(b.gep(base, [i], source_etype=I8T), typ=I8T), ir.Constant(I32T, k))
+        return v
 
     def strided_load(self, st: _Fn, ptr, stride: int, lanes: int, mt, t: Type):
         """Lanes ptr[0], ptr[stride], …: dense vectors of `lanes` elements covering exactly the
@@ -988,15 +1042,19 @@ class CodeGenCPU(CodeGenLLVM):
         if e.op in ("/", "%") and isinstance(a, Ramp) and isinstance(a.stride, int):
             k = _const_int(e.b)
             if k is not None and k > 1:
+                def divmod_(v):
+                    # (a remainder known in a loop copy of known residue: a constant)
+                    r = self.known_rem(st, v, k) if e.op == "%" and k & (k - 1) == 0 else None
+                    return ir.Constant(v.type, r) if r is not None else \
+                        self.binop(st, e.op, v, ir.Constant(v.type, k), e.a.type)
                 if a.stride % k == 0:
-                    q = self.binop(st, e.op, a.base, ir.Constant(a.base.type, k), e.a.type)
-                    return Ramp(q, a.stride // k if e.op == "/" else 0, a.lanes)
+                    return Ramp(divmod_(a.base), a.stride // k if e.op == "/" else 0, a.lanes)
                 if a.lanes % k == 0 and a.lanes // k >= 2:
                     parts = []
                     for r in range(k):
-                        br = a.base if r == 0 else b.add(a.base, ir.Constant(a.base.type, a.stride * r))
-                        q = self.binop(st, e.op, br, ir.Constant(br.type, k), e.a.type)
-                        parts.append(Ramp(q, a.stride if e.op == "/" else 0, a.lanes // k))
+                        br = a.base if r == 0 else \
+                            self.plus_known(st, b.add(a.base, ir.Constant(a.base.type, a.stride * r)), a.base, a.stride * r)
+                        parts.append(Ramp(divmod_(br), a.stride if e.op == "/" else 0, a.lanes // k))
                     return Interleave(parts)
             return None
 
@@ -1004,14 +1062,18 @@ class CodeGenCPU(CodeGenLLVM):
             return not isinstance(v, Ramp) and not isinstance(v.type, ir.VectorType)
         if e.op == "+":
             if isinstance(a, Ramp) and scalar(c):
-                return Ramp(b.add(a.base, c), a.stride, a.lanes)
+                d = _const_of(c)
+                return Ramp(b.add(a.base, c) if d is None else self.plus_known(st, b.add(a.base, c), a.base, d),
+                            a.stride, a.lanes)
             if isinstance(c, Ramp) and scalar(a):
                 return Ramp(b.add(a, c.base), c.stride, c.lanes)
             if isinstance(a, Ramp) and isinstance(c, Ramp):
                 return Ramp(b.add(a.base, c.base), self._sadd(b, a.stride, c.stride, a.base), a.lanes)
         if e.op == "-":
             if isinstance(a, Ramp) and scalar(c):
-                return Ramp(b.sub(a.base, c), a.stride, a.lanes)
+                d = _const_of(c)
+                return Ramp(b.sub(a.base, c) if d is None else self.plus_known(st, b.sub(a.base, c), a.base, -d),
+                            a.stride, a.lanes)
             if isinstance(c, Ramp) and scalar(a):
                 return Ramp(b.sub(a, c.base), self._sadd(b, 0, c.stride, c.base, sub=True), c.lanes)
             if isinstance(a, Ramp) and isinstance(c, Ramp):

@@ -122,6 +122,11 @@ class _Fn:
         # bytes of the allocations in scope whose size is a constant (rounded up to 64 as
         # CodeGenCPU.allocate allocates them): a look-up table's loads may read all of them
         self.alloc_bytes: dict[str, int] = {}
+        # remainders known where code is generated for one residue of a loop's first value
+        # (CodeGenLLVM.by_residue): id(value) -> (value, k, r), value ≡ r (mod k)
+        self.known: dict[int, tuple] = {}
+        self.copies = 1                      # how many such copies the code here is one of
+        self.fixed_stack = 0                 # bytes of fixed frame slots taken (CodeGenCPU.allocate)
 
 
     def wrote(self, buffer: str) -> None:
@@ -175,6 +180,7 @@ class CodeGenLLVM:
         self.module = ir.Module(name=name)
         self._decls: dict[str, ir.Function] = {}
         self._written_memo: dict = {}
+        self._residue_memo: dict = {}
         self._reads_memo: dict = {}
 
     # ------------------------------------------------------------ declarations
@@ -671,7 +677,9 @@ class CodeGenLLVM:
         if hoisted is not None:
             self.stmt(st, hoisted)
             return
-        lo = self.expr(st, s.min)
+        self.per_residue(st, s, lambda lo: self._unrolled(st, s, n, lo))
+
+    def _unrolled(self, st: _Fn, s: For, n: int, lo):
         old = st.syms.get(s.var)
         written = {name for name, u in mentioned(s.body).items() if u.kind == "buffer" and u.written}
         varies: dict[int, bool] = {}
@@ -681,7 +689,7 @@ class CodeGenLLVM:
             # (a constant where the loop's min is one: selects and guards on the var then
             # choose their arm here, straight-line code whose values the next iteration reuses)
             st.syms[s.var] = (ir.Constant(I32T, lo_c + k) if lo_c is not None and -2 ** 31 <= lo_c + k < 2 ** 31
-                              else st.b.add(lo, ir.Constant(I32T, k)), I32)
+                              else self.plus_known(st, st.b.add(lo, ir.Constant(I32T, k)), lo, k), I32)
             # (the loop var has a new value: only what does not depend on it still holds; what
             # is left cached after the body was made in its straight-line part, which
             # dominates the next iteration)
@@ -690,6 +698,90 @@ class CodeGenLLVM:
             carried = {i: hit for i, hit in st.cache.items()
                        if not _varies(hit[0], s.var, written, varies)}
         self._restore(st, s.var, old)
+
+    # ------------------------------------------------------------ loops by residue
+    # `select(x % 2 == 0, a, b)` in an unrolled or vectorized loop over x (the Bayer
+    # interleavings of camera_pipe's demosaic) chooses its arm by the parity of the loop's
+    # first value. Where that is known only at run time, each select would branch (or blend)
+    # on it, every time the loop runs: twelve branches per tile of camera_pipe, each arm's
+    # values unshared with the other channels'. Instead the loop is generated once per
+    # residue of its first value modulo k (a switch around the copies): in each copy the
+    # residue is a known constant (st.known), `x % k` folds, every select chooses its arm
+    # while generating, and the chosen arms are one straight-line stretch whose common
+    # values are made once. Halide gets the same from knowing the parities statically
+    # (ModulusRemainder on the output's bound). The copies are at most 2 x 2 deep: a loop
+    # nested in a copy splits only while fewer than _RESIDUE_COPIES copies would result.
+    _RESIDUE_COPIES = 4
+
+    def residue_split(self, st: _Fn, s: For, lo) -> int | None:
+        """k when loop s (first value lo) is worth generating once per residue of lo mod k:
+        a select or guard in its body tests `s.var % k` (or `(s.var + c) % k`), k a power of
+        two up to 4, lo is not a constant nor of known residue already, and the copies stay
+        within _RESIDUE_COPIES. None: generate it once."""
+        if _const_of(lo) is not None or not isinstance(lo.type, ir.IntType) or lo.type.width != 32:
+            return None
+        memo = self._residue_memo
+        got = memo.get(id(s))
+        if got is None or got[0] is not s:
+            got = memo[id(s)] = (s, _residue_tested(s))
+        k = got[1]
+        if k is None or self.known_rem(st, lo, k) is not None:
+            return None
+        return k if st.copies * k <= self._RESIDUE_COPIES else None
+
+    def per_residue(self, st: _Fn, s: For, gen) -> None:
+        """gen(first value of loop s), once per residue of it where residue_split says so."""
+        lo = self.expr(st, s.min)
+        k = self.residue_split(st, s, lo)
+        if k is None:
+            gen(lo)
+        else:
+            self.by_residue(st, lo, k, lambda: gen(lo))
+
+    def by_residue(self, st: _Fn, v, k: int, gen) -> None:
+        """gen() once per residue r of v mod k, under a switch on v & (k - 1), with v ≡ r
+        (mod k) known in each copy (st.known)."""
+        b = st.b
+        rem = b.and_(v, ir.Constant(v.type, k - 1))
+        blocks = [st.fn.append_basic_block(f"residue{r}") for r in range(k)]
+        done = st.fn.append_basic_block("residue.end")
+        sw = b.switch(rem, blocks[-1])
+        for r in range(k - 1):
+            sw.add_case(ir.Constant(v.type, r), blocks[r])
+        saved, known = st.cache, st.known
+        st.copies *= k
+        try:
+            for r, blk in enumerate(blocks):
+                b.position_at_end(blk)
+                st.cache = dict(saved)          # (values made in a copy stay in it, and so
+                st.known = dict(known)          # does what is known of them)
+                st.known[id(v)] = (v, k, r)
+                gen()
+                b.branch(done)
+        finally:
+            st.cache, st.known = saved, known
+            st.copies //= k
+        b.position_at_end(done)
+
+    @staticmethod
+    def known_rem(st: _Fn, v, d: int) -> int | None:
+        """v mod d (d > 0, a power of two) where it is known while generating: v a constant,
+        or a value of known residue mod a multiple of d (st.known). None: not known."""
+        c = _const_of(v)
+        if c is not None:
+            return c % d
+        hit = st.known.get(id(v))
+        if hit is None or hit[0] is not v or hit[1] % d:
+            return None
+        return hit[2] % d
+
+    @staticmethod
+    def plus_known(st: _Fn, v, src, delta: int):
+        """v (= src + delta): of known residue where src's is known (returns v)."""
+        hit = st.known.get(id(src))
+        if hit is not None and hit[0] is src:
+            st.known[id(v)] = (v, hit[1], (hit[2] + delta) % hit[1])
+        return v
 
     # ------------------------------------------------------------ expressions
     def splat(self, st: _Fn, v, lanes: int):
@@ -765,6 +857,13 @@ class CodeGenLLVM:
             a, c = self.unify(st, self.val(st, a), self.val(st, c))
             if e.op in ("<<", ">>"):
                 return self.shift(st, e.op, a, c, e.a.type, e.b.type)
+            if st.known and not t.is_float() and not isinstance(a.type, ir.VectorType):
+                d = _const_of(c)
+                if e.op == "%" and d is not None and d > 0 and d & (d - 1) == 0 \
+                        and (r := self.known_rem(st, a, d)) is not None:
+                    return ir.Constant(a.type, r)          # (a loop copy of known residue)
+                if e.op in ("+", "-") and d is not None and id(a) in st.known:
+                    return self.plus_known(st, self.binop(st, e.op, a, c, e.a.type), a, d if e.op == "+" else -d)
             return self.binop(st, e.op, a, c, e.a.type)
         if isinstance(e, Unary):
             a = self.expr(st, e.a)
@@ -898,7 +997,8 @@ class CodeGenLLVM:
         b = st.b
         if isinstance(v, Ramp) and v.lanes == lanes:
             if isinstance(v.stride, int):
-                base = v.base if r == 0 or v.stride == 0 else b.add(v.base, ir.Constant(v.base.type, r * v.stride))
+                base = v.base if r == 0 or v.stride == 0 else \
+                    self.plus_known(st, b.add(v.base, ir.Constant(v.base.type, r * v.stride)), v.base, r * v.stride)
                 return Ramp(base, v.stride * k, lanes // k)
             base = v.base if r == 0 else b.add(v.base, b.mul(v.stride, ir.Constant(v.stride.type, r)))
             return Ramp(base, b.mul(v.stride, ir.Constant(v.stride.type, k)), lanes // k)
@@ -1329,6 +1429,37 @@ def _varies(e: Expr, var: str, written: set, memo: dict) -> bool:
         memo[id(n)] = (isinstance(n, Var) and n.name == var) or (isinstance(n, Load) and n.buffer in written) \
             or (isinstance(n, Intrinsic) and n.name == "print") or any(memo[id(c)] for c in n.children())
     return memo[id(e)]
+
+
+def _residue_tested(s: For) -> int | None:
+    """The largest k in (2, 4) such that a select or a guard inside loop s tests
+    `s.var % k` or `(s.var ± c) % k` (c a constant); None: none does."""
+    from hdsl.ir.stmt import own_exprs, children
+    best = None
+    seen: set = set()
+
+    def var_plus_const(x: Expr) -> bool:
+        if isinstance(x, Var):
+            return x.name == s.var
+        return isinstance(x, BinOp) and x.op in ("+", "-") and _const_int(x.b) is not None and var_plus_const(x.a)
+
+    def scan_cond(c: Expr):
+        nonlocal best
+        for n in walk(c):
+            if isinstance(n, BinOp) and n.op == "%" and (k := _const_int(n.b)) in (2, 4) and var_plus_const(n.a):
+                best = max(best or 0, k)
+    todo = [s.body]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, IfThenElse):
+            scan_cond(x.cond)
+        for e in own_exprs(x):
+            for n in walk(e):
+                if isinstance(n, Select) and id(n) not in seen:
+                    seen.add(id(n))
+                    scan_cond(n.cond)
+        todo.extend(children(x))
+    return best
 
 
 def unrolled_hoist(s: For) -> Stmt | None:

@@ -6,7 +6,10 @@ independent oracle: `table[index]` over an array built by the same formula) and 
 evaluator's, for tables of 1 to 1024 entries (sizes not a multiple of the 128 bytes of a
 pair, an odd number of 64-byte chunks), 1025 (too large: the scalar loads stay), tables not
 starting at 0, indices at both ends of the tables, 16 to 64 lanes with a tail, u8 and i8, and
-a table allocated inside the parallel loop's task rather than outside it."""
+a table allocated inside the parallel loop's task rather than outside it. Without VBMI
+(x86-64-avx2) look-ups in tables of up to 2^16 bytes load each lane on its own but take the
+indices out of the vector four at a time (packed_lookup): tables of 4000 and 65530 entries,
+8 to 64 lanes, and the IR's 64-bit extracts."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +27,7 @@ input img: u16[2]
 output out: i32[2]
 algorithm {
     var x, y, i
-    t(i) = TYPE(i * 7 + 3)
+    t(i) = TYPE(i * 7 + 3 + i / 251)
     let k = clamp(i32(img(x, y)), LO, HI)
     out(x, y) = i32(t(k)) * 3 + i32(t(HI + LO - k))
 }
@@ -42,7 +45,8 @@ def program(n, lanes=64, typ="u8", lo=0, place="compute_root()"):
 
 
 def by_numpy(img, n, typ, lo):
-    table = (np.arange(lo, lo + n, dtype=np.int64) * 7 + 3).astype(typ).astype(np.int64)
+    i = np.arange(lo, lo + n, dtype=np.int64)
+    table = (i * 7 + 3 + i // 251).astype(typ).astype(np.int64)     # (not periodic in 2^k)
     k = np.clip(img.astype(np.int64), lo, lo + n - 1)
     return (table[k - lo] * 3 + table[(lo + n - 1 + lo - k) - lo]).astype(np.int32)
 
@@ -64,6 +68,9 @@ def image(n, lanes, lo, seed):
     (700, 64, "u8", 37, "compute_root()"),     # a table starting at 37
     (1025, 64, "u8", 0, "compute_root()"),     # too large for permutes
     (512, 64, "u8", 0, "compute_at(out, y)"),  # allocated inside the parallel loop's task
+    (4000, 32, "u8", 0, "compute_root()"),     # without VBMI (x86-64-avx2): packed_lookup,
+    (65530, 16, "i8", 0, "compute_root()"),    # indices of 16 bits up to the table's end
+    (3000, 8, "u8", 1000, "compute_root()"),
 ])
 @pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
 def test_table_lookups_give_numpys_and_the_evaluators_values(n, lanes, typ, lo, place, target):
@@ -94,3 +101,16 @@ def test_no_byte_permutes_without_vbmi():
     """x86-64-avx512 (Skylake: no VBMI) keeps one scalar load per lane."""
     ir = compiled_form(program(1024).ir, "llvm", target="x86-64-avx512")
     assert "vpermi2var" not in ir and ir.count("load i8, ptr") == 2 * 64
+
+
+def test_lookups_without_vbmi_take_four_indices_an_extract():
+    """x86-64-avx2: one byte load per lane, the indices narrowed to 16 bits and taken out as
+    64-bit words (a quarter as many extracts as lanes), not a 32-bit extract per lane; a table
+    of more than 2^16 bytes keeps the per-lane extracts."""
+    for n, lanes in [(1024, 64), (4000, 32), (65530, 16)]:
+        ir = compiled_form(program(n, lanes).ir, "llvm", target="x86-64-avx2")
+        assert ir.count("load i8, ptr") == 2 * lanes
+        assert ir.count(f"extractelement <{lanes // 4} x i64>") == 2 * lanes // 4
+        assert f"extractelement <{lanes} x i32>" not in ir
+    ir = compiled_form(program(70000, 16).ir, "llvm", target="x86-64-avx2")
+    assert "extractelement <4 x i64>" not in ir and "extractelement <16 x i32>" in ir
