@@ -61,19 +61,6 @@ def test_bodies_equal_up_to_names_share_a_task_and_others_do_not(monkeypatch):
     assert len(_tasks(p)) == 5
 
 
-@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
-@pytest.mark.parametrize("share", [True, False])
-def test_shared_tasks_give_numpys_values(target, share, monkeypatch):
-    monkeypatch.setattr(CodeGenCPU, "SHARE_TASKS", share)
-    p = hdsl.loads(TWINS, "twins.hl").compile(target, use_cache=False)
-    rng = np.random.default_rng(5)
-    for h, w in ((5, 13), (17, 40), (1, 3)):
-        a = rng.integers(-1000, 1000, (h, w)).astype(np.int32)
-        b = rng.integers(-1000, 1000, (h, w)).astype(np.int32)
-        f, g, k = a * 3 + b, b * 3 + a, a * 5 + b
-        assert np.array_equal(p(a=a, b=b), f * 7 + g - k)
-
-
 SERIAL = TWINS.replace(".parallel(y)", "").replace("pipeline twins", "pipeline serial")
 
 
@@ -90,14 +77,16 @@ def test_serial_nests_of_one_shape_call_one_function(monkeypatch):
 
 @pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
 @pytest.mark.parametrize("share", [True, False])
-def test_outlined_serial_nests_give_numpys_values(target, share, monkeypatch):
+@pytest.mark.parametrize("src", [TWINS, SERIAL], ids=["parallel", "serial"])
+def test_shared_functions_give_numpys_values(src, target, share, monkeypatch):
     monkeypatch.setattr(CodeGenCPU, "SHARE_TASKS", share)
-    p = hdsl.loads(SERIAL, "serial.hl").compile(target, use_cache=False)
-    rng = np.random.default_rng(6)
-    for h, w in ((5, 13), (9, 40), (1, 3)):
+    p = hdsl.loads(src, "shared.hl").compile(target, use_cache=False)
+    rng = np.random.default_rng(5)
+    for h, w in ((5, 13), (17, 40), (1, 3)):
         a = rng.integers(-1000, 1000, (h, w)).astype(np.int32)
         b = rng.integers(-1000, 1000, (h, w)).astype(np.int32)
-        assert np.array_equal(p(a=a, b=b), (a * 3 + b) * 7 + (b * 3 + a) - (a * 5 + b))
+        f, g, k = a * 3 + b, b * 3 + a, a * 5 + b
+        assert np.array_equal(p(a=a, b=b), f * 7 + g - k)
 
 
 def test_the_local_laplacians_pyramid_levels_share_their_tasks(monkeypatch):
