@@ -119,8 +119,8 @@ class CodeGenCPU(CodeGenLLVM):
     def repeated_nests(self, stmt: Stmt) -> dict:
         """The serial loop nests outside parallel loops that have the shape of another such nest
         (closure.shape_key), by id: each is outlined (serial_outlined), so that nests that are
-        the same up to names share one function. Nests that can fail (an Assert, whose error
-        values only the entry function reports) or hold other loop kinds are left in place."""
+        the same up to names share one function. Nests with an Assert or other loop kinds are
+        left in place."""
         shapes: dict = {}
 
         def visit(s: Stmt):
@@ -590,18 +590,22 @@ class CodeGenCPU(CodeGenLLVM):
         # LUT's gather subtracted a loaded 0 from every index)
         consts = [n for n in free if isinstance(st.syms[n][0], ir.Constant)]
         free = [n for n in free if n not in consts]
+        # a serial nest runs on this thread: its errors' values go where this function's do
+        # (the last field; a parallel task's iterations would race for them)
+        err = var is None and st.err_info is not None
         key = self.task_key(st, body, var) if self.SHARE_TASKS else None
+        key = ((key[0], err), key[1]) if key is not None else None
         known = self.tasks.get(key[0]) if key is not None else None
         if known is not None:
             task, fields = known
             free = [key[1][i] for i in fields]     # this body's names for the task's fields
-        types = [st.syms[n][0].type for n in free]
+        types = [st.syms[n][0].type for n in free] + ([PTR] if err else [])
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
         closure = self.entry_alloca(st, closure_t)
-        for k, n in enumerate(free):
-            b.store(st.syms[n][0], b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+        for k, v in enumerate([st.syms[n][0] for n in free] + ([st.err_info] if err else [])):
+            b.store(v, b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
         if known is None:
-            task = self.task_body(st, body, var, free, consts, types, closure_t)
+            task = self.task_body(st, body, var, free, consts, types, closure_t, err)
             if key is not None:
                 where = {n: i for i, n in enumerate(key[1])}
                 self.tasks[key[0]] = (task, [where[n] for n in free])
@@ -634,9 +638,10 @@ class CodeGenCPU(CodeGenLLVM):
         return (shape, tuple(context), st.wide_index), names
 
     def task_body(self, st: _Fn, body: Stmt, var: str | None, free: list, consts: list, types: list,
-                  closure_t) -> ir.Function:
+                  closure_t, err: bool = False) -> ir.Function:
         """`body` as a task function task(closure, var): `free` are the names passed in the
-        closure (of `types`), `consts` those bound to constants."""
+        closure (of `types`), `consts` those bound to constants; err: the closure's last field
+        is where errors leave their values (else a task leaves none)."""
         self.n_tasks += 1
         task = ir.Function(self.module, TASK_T, name=f"{self.name}.par{self.n_tasks}")
         task.linkage = "internal"
@@ -650,6 +655,9 @@ class CodeGenCPU(CodeGenLLVM):
             inner.syms[n] = (v, st.syms[n][1])
             if st.syms[n][1] is None and id(st.syms[n][0]) in self.buffer_bases:
                 self.base_of(self.buffer_bases[id(st.syms[n][0])][1], v)
+        if err:
+            inner.err_info = inner.b.load(inner.b.gep(cl, [ir.Constant(I32T, 0), ir.Constant(I32T, len(free))],
+                                                      source_etype=closure_t), typ=PTR)
         if var is not None:
             inner.syms[var] = (idx, I32)
         for n in consts:

@@ -114,3 +114,38 @@ def test_shape_keys_are_equal_exactly_up_to_a_consistent_renaming():
     assert shape_key(_nest("f", "a", "x", 3), ("a",))[1][0] == "a"
     # lowering's nodes (before flattening) have no key
     assert shape_key(Block((Provide(object(), (), ()),))) is None
+
+
+HUGE_TWINS = """
+pipeline huge
+input img: u8[2]
+output out: u8[2]
+algorithm {
+    f(x, y) = img(x % 4, y % 4) + u8(x)
+    g(x, y) = f(y * 50000, x * 50000) + f(0, 0)
+    f2(x, y) = img(x % 4, y % 4) + u8(x)
+    g2(x, y) = f2(y * 50000, x * 50000) + f2(0, 0)
+    out(x, y) = g(x, y) + g2(x, y)
+}
+schedule {
+    g.compute_root()
+    g2.compute_root()
+    f.compute_at(g, y)
+    f2.compute_at(g2, y)
+}
+"""
+
+
+def test_an_outlined_serial_nest_reports_its_errors_values():
+    """f's storage is allocated inside g's serial y loop, a nest outlined with g2's: at y = 1
+    it would span 50001 x 50001 elements. The message names the count, as the entry function
+    reports it (tests/runtime/test_buffer_limits.py): the error values reach the caller."""
+    p = hdsl.loads(HUGE_TWINS, "huge.hl")
+    assert len(_tasks(p)) == 1
+    c = p.compile("host", use_cache=False)
+    img = np.arange(1, 17, dtype=np.uint8).reshape(4, 4)
+    # out(x, 0) = g + g2 = 2 * (f(0, x * 50000) + f(0, 0)) = 4 * img[0, 0] (50000 % 4 == 0)
+    assert np.array_equal(c.realize((2, 1), img=img), np.full((1, 2), 4, np.uint8))
+    with pytest.raises(hdsl.HdslError) as e:
+        c.realize((2, 2), img=img)
+    assert "intermediate buffer spans 2500100001 elements" in str(e.value)
