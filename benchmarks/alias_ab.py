@@ -1,9 +1,12 @@
 """Run time of the apps with and without alias information (CodeGenCPU.ALIAS_INFO: each
 buffer's TBAA tag, the allocator's memory attributes), both compiled in this process and
 run interleaved: median wall and CPU ms per run (HDSL_NUM_THREADS=1 makes the CPU time the
-work itself, the measure to trust on a loaded machine) (issue 22).
+work itself, the measure to trust on a loaded machine) (issue 22). --switch SHARE_TASKS
+compares the same way with and without shared task functions (CodeGenCPU.SHARE_TASKS: loop
+nests that are the same up to names compiled once, serial ones outlined).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
+                                  [--switch ALIAS_INFO|SHARE_TASKS]
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ def main(argv=None):
     ap.add_argument("--apps", default="local_laplacian,camera_pipe,interpolate,bilateral_grid,unsharp")
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS"), default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl
     for app in a.apps.split(","):
@@ -38,9 +42,9 @@ def main(argv=None):
         cell = call.__closure__
         forms = {}
         for flag in (False, True):
-            CodeGenCPU.ALIAS_INFO = flag
+            setattr(CodeGenCPU, a.switch, flag)
             forms[flag] = hdsl.load(path).compile(a.target, use_cache=False)
-        CodeGenCPU.ALIAS_INFO = True
+        setattr(CodeGenCPU, a.switch, True)
         kw = [c.cell_contents for c in cell if isinstance(c.cell_contents, dict)][0]
         out = [c.cell_contents for c in cell if not isinstance(c.cell_contents, dict)
                and not hasattr(c.cell_contents, "realize_into")][0]
@@ -58,7 +62,7 @@ def main(argv=None):
                 import numpy as np
                 results[flag] = np.array(out, copy=True)
         same = bool((results[False] == results[True]).all())
-        print(f"{app} {a.target}: without {statistics.median(times[False]) * 1e3:.2f} ms, with "
+        print(f"{app} {a.target} {a.switch}: without {statistics.median(times[False]) * 1e3:.2f} ms, with "
               f"{statistics.median(times[True]) * 1e3:.2f} ms, ratio "
               f"{statistics.median(times[True]) / statistics.median(times[False]):.3f}; CPU ms per run "
               f"{statistics.median(cpu[False]) * 1e3:.2f} / {statistics.median(cpu[True]) * 1e3:.2f}, ratio "

@@ -5,6 +5,9 @@ measured interleaved, `--rounds` times, medians printed; Halide's JIT compile of
 timed beside them (wall and process CPU: Halide compiles in this process).
 
     python benchmarks/compile_phases.py [--case local_laplacian] [--targets host,x86-64-avx2] [--rounds 3]
+
+--ab NAME measures each target twice per round, with one of the compiler's switches (AB_SWITCHES)
+off, then on (interleaved: an A/B under the same load).
 """
 from __future__ import annotations
 
@@ -17,6 +20,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
+
+
+def _share_tasks(on: bool):
+    from hdsl.codegen.cpu import CodeGenCPU
+    CodeGenCPU.SHARE_TASKS = on
+
+
+# compiler switches an A/B can turn off: name -> a function setting it
+AB_SWITCHES = {"share_tasks": _share_tasks}
 
 
 def cpu() -> float:
@@ -87,12 +99,18 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--halide", action="store_true", help="time Halide's JIT compile of the peer too")
     ap.add_argument("--wall", action="store_true", help="also the cold compile as benchmarks/run.py times it")
+    ap.add_argument("--ab", choices=sorted(AB_SWITCHES), help="each target with this switch off, then on")
     a = ap.parse_args(argv)
     path = HERE.parent / "examples" / f"{a.case}.hl"
     targets = a.targets.split(",")
-    rows: dict[str, list[dict]] = {t: [] for t in targets}
+    runs = [(t, None) for t in targets] if a.ab is None else \
+        [(t, on) for t in targets for on in (False, True)]
+    label = {(t, on): t if on is None else f"{t}[{a.ab}={'on' if on else 'off'}]" for t, on in runs}
+    rows: dict[str, list[dict]] = {label[r]: [] for r in runs}
     for r in range(a.rounds):
-        for t in targets:
+        for t, on in runs:
+            if on is not None:
+                AB_SWITCHES[a.ab](on)
             ph = phases(path, t)
             if a.wall:
                 ph["wall_cold"], ph["cpu_parent"], ph["cpu_children"] = cold_wall(path, t)
@@ -103,13 +121,15 @@ def main(argv=None):
                 c0 = cpu()
                 peer = getattr(halide_peers, a.case)(img, target=t)
                 ph["halide_wall"], ph["halide_cpu"] = peer.compile_s, cpu() - c0
-            rows[t].append(ph)
-            print(t, " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in ph.items()),
+            rows[label[t, on]].append(ph)
+            print(label[t, on], " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in ph.items()),
                   flush=True)
+    if a.ab is not None:
+        AB_SWITCHES[a.ab](True)
     print("medians:")
-    for t in targets:
-        keys = rows[t][0].keys()
-        print(t, " ".join(f"{k}={statistics.median(r[k] for r in rows[t]):.3f}" for k in keys))
+    for t, got in rows.items():
+        keys = got[0].keys()
+        print(t, " ".join(f"{k}={statistics.median(r[k] for r in got):.3f}" for k in keys))
 
 
 if __name__ == "__main__":

@@ -24,11 +24,14 @@ from llvmlite import ir
 from hdsl.codegen import transpose
 from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int, _const_of,
                                _Fn, _free_names, _suffix, llvm_type)
+from hdsl.ir.closure import shape_key
 from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, Var, free_vars, walk
 from hdsl.ir.func import Pipeline
 from hdsl.ir.stmt import Allocate, Block, For, IfThenElse, LetStmt, Load, Stmt, Store
+from hdsl.ir.stmt import children as stmt_children
 from hdsl.ir.types import I32, I64, Type
 from hdsl.lower.loops import ERR_BUFFER_TOO_LARGE, ERR_OUT_OF_MEMORY
+from hdsl.lower.partition import NARROW_LANES
 from hdsl.runtime.abi import llvm_buffer_type
 
 MAX_DIMS = 8
@@ -52,6 +55,9 @@ class CodeGenCPU(CodeGenLLVM):
     # loaded once per row instead of once per vector). Host code of GPU pipelines has none
     # (its buffers are also written by device copies).
     ALIAS_INFO = True
+    # Parallel loops whose bodies are the same up to names share one task function (task_key;
+    # off only to measure what it saves: benchmarks/compile_phases.py --ab share_tasks)
+    SHARE_TASKS = True
 
     def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl",
                  cpu: str | None = None, nontemporal: frozenset = frozenset()):
@@ -61,6 +67,8 @@ class CodeGenCPU(CodeGenLLVM):
         self.nontemporal = nontemporal
         self.runtime_prefix = runtime_prefix
         self.n_tasks = 0
+        self.tasks: dict = {}           # task_key -> (task function, its closure's fields by name index)
+        self.repeated: dict = {}        # the serial loop nests outlined (repeated_nests)
         # i16 lanes of the widest pmaddwd the target has (None: the CPU is not known here)
         self.madd_lanes = madd_lanes(cpu) if cpu is not None else None
         # byte permutes over two 64-byte tables (vpermi2b: AVX-512 VBMI)
@@ -99,6 +107,7 @@ class CodeGenCPU(CodeGenLLVM):
             k += 1
             nbuf += 1
         self.entry(st, arg, k)
+        self.repeated = self.repeated_nests(stmt) if self.SHARE_TASKS else {}
         self.stmt(st, stmt)
         if not b.block.is_terminated:
             self.stream_fence(st)
@@ -106,6 +115,27 @@ class CodeGenCPU(CodeGenLLVM):
         if self.ALIAS_INFO:
             self.alias_info()
         return self.module
+
+    def repeated_nests(self, stmt: Stmt) -> dict:
+        """The serial loop nests outside parallel loops that have the shape of another such nest
+        (closure.shape_key), by id: each is outlined (serial_outlined), so that nests that are
+        the same up to names share one function. Nests with an Assert or other loop kinds are
+        left in place."""
+        shapes: dict = {}
+
+        def visit(s: Stmt):
+            if isinstance(s, For):
+                if s.kind == "parallel":
+                    return
+                if s.kind == "serial":
+                    got = shape_key(s, (), NARROW_LANES)
+                    if got is not None and not any(t[0] == "assert" or (t[0] == "for" and t[2] not in
+                                                   ("serial", "vectorized", "unrolled")) for t in got[0]):
+                        shapes.setdefault(got[0], []).append(s)
+            for k in stmt_children(s):
+                visit(k)
+        visit(stmt)
+        return {id(s): s for nests in shapes.values() if len(nests) > 1 for s in nests}
 
     def stream_fence(self, st: _Fn):
         """Streaming stores are weakly ordered: an sfence at the end of each task and of the
@@ -311,6 +341,9 @@ class CodeGenCPU(CodeGenLLVM):
         n = _const_int(s.extent)
         if s.kind == "parallel" and st.lanes is None:
             self.parallel_for(st, s)
+        elif st.fn is self.fn_main and st.lanes is None and st.mask is None and \
+                self.repeated.get(id(s)) is s:
+            self.serial_outlined(st, s)
         elif s.kind == "vectorized" and st.lanes is None and n is not None and 2 <= n <= 64 \
                 and _vectorizable(s.body, frozenset((s.var,))):
             self.vector_for(st, s, n)
@@ -552,17 +585,90 @@ class CodeGenCPU(CodeGenLLVM):
     def parallel_for(self, st: _Fn, s: For):
         """Outline the body into task(closure, i) and call hdsl_parallel_for."""
         b = st.b
-        free = sorted(n for n in _free_names(s.body) if n != s.var and n in st.syms)
+        task, closure = self.outline(st, s.body, s.var)
+        lo = self.expr(st, s.min)
+        ext = self.expr(st, s.extent)
+        pf = self.decl(f"{self.runtime_prefix}_parallel_for", I32T, [PTR, PTR, I32T, I32T])
+        r = b.call(pf, [task, closure, lo, ext])
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32T, 0)), likely=False):
+            b.ret(r)
+
+    def serial_outlined(self, st: _Fn, s: For):
+        """Serial loop nest s as a function of its own, called once here: another nest of the
+        pipeline has its shape (a pyramid's coarse levels, computed serially), and calls the
+        same function if it is the same up to names (outline)."""
+        b = st.b
+        task, closure = self.outline(st, s, None)
+        task.attributes.add("noinline")      # (one function's code for every level: kept so)
+        r = b.call(task, [closure, ir.Constant(I32T, 0)])
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32T, 0)), likely=False):
+            b.ret(r)
+
+    def outline(self, st: _Fn, body: Stmt, var: str | None):
+        """`body` as a task function task(closure, var), and the closure it is called with here
+        (filled with this scope's values of the names body uses). A body that is another
+        outlined one's up to its names, over values of the same kinds (the local Laplacian's
+        pyramid levels: one loop nest each, over other buffers), calls that function with its
+        own closure: its code would be the same, names aside."""
+        b = st.b
+        free = sorted(n for n in _free_names(body) if n != var and n in st.syms)
         # (constants, such as a root Func's `curve.min.0 = 0`, are bound as constants in the
         # task, not passed through the closure, where LLVM could no longer fold them: the
         # LUT's gather subtracted a loaded 0 from every index)
         consts = [n for n in free if isinstance(st.syms[n][0], ir.Constant)]
         free = [n for n in free if n not in consts]
-        types = [st.syms[n][0].type for n in free]
+        # a serial nest runs on this thread: its errors' values go where this function's do
+        # (the last field; a parallel task's iterations would race for them)
+        err = var is None and st.err_info is not None
+        key = self.task_key(st, body, var) if self.SHARE_TASKS else None
+        key = ((key[0], err), key[1]) if key is not None else None
+        known = self.tasks.get(key[0]) if key is not None else None
+        if known is not None:
+            task, fields = known
+            free = [key[1][i] for i in fields]     # this body's names for the task's fields
+        types = [st.syms[n][0].type for n in free] + ([PTR] if err else [])
         closure_t = ir.LiteralStructType(types) if types else ir.LiteralStructType([I8T])
         closure = self.entry_alloca(st, closure_t)
-        for k, n in enumerate(free):
-            b.store(st.syms[n][0], b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+        for k, v in enumerate([st.syms[n][0] for n in free] + ([st.err_info] if err else [])):
+            b.store(v, b.gep(closure, [ir.Constant(I32T, 0), ir.Constant(I32T, k)]))
+        if known is None:
+            task = self.task_body(st, body, var, free, consts, types, closure_t, err)
+            if key is not None:
+                where = {n: i for i, n in enumerate(key[1])}
+                self.tasks[key[0]] = (task, [where[n] for n in free])
+        return task, closure
+
+    def task_key(self, st: _Fn, body: Stmt, var: str | None) -> tuple | None:
+        """(key, names) for an outlined body (with `var` bound to the task's index): its shape up to names (closure.shape_key),
+        and what the task's code takes from outside it for each name, by index: the kind of
+        value bound (a constant's value itself, it is not passed), and what the code generator
+        knows of the name (a buffer's host pointer, a non-temporal buffer, an allocation's
+        constant size, a ring let). None where a body has no key."""
+        got = shape_key(body, (var,) if var is not None else (), NARROW_LANES)
+        if got is None:
+            return None
+        shape, names = got
+        context = []
+        tags: dict[str, int] = {}       # a host pointer's TBAA name -> the first index with it
+        for i, n in enumerate(names):
+            v = st.syms.get(n)
+            if v is None or n == var:
+                context.append((n in self.nontemporal,))
+                continue
+            val, t = v
+            kind = str(val) if isinstance(val, ir.Constant) else str(val.type)
+            base = self.buffer_bases.get(id(val)) if t is None else None
+            # (the task tags its accesses by the first body's buffers: names that share a
+            # tag there share it here, so tags differ only where buffers do)
+            tag = tags.setdefault(base[1], i) if base is not None and base[0] is val else None
+            context.append((kind, t, tag, n in self.nontemporal, st.alloc_bytes.get(n), n in st.ring_lets))
+        return (shape, tuple(context), st.wide_index), names
+
+    def task_body(self, st: _Fn, body: Stmt, var: str | None, free: list, consts: list, types: list,
+                  closure_t, err: bool = False) -> ir.Function:
+        """`body` as a task function task(closure, var): `free` are the names passed in the
+        closure (of `types`), `consts` those bound to constants; err: the closure's last field
+        is where errors leave their values (else a task leaves none)."""
         self.n_tasks += 1
         task = ir.Function(self.module, TASK_T, name=f"{self.name}.par{self.n_tasks}")
         task.linkage = "internal"
@@ -576,7 +682,11 @@ class CodeGenCPU(CodeGenLLVM):
             inner.syms[n] = (v, st.syms[n][1])
             if st.syms[n][1] is None and id(st.syms[n][0]) in self.buffer_bases:
                 self.base_of(self.buffer_bases[id(st.syms[n][0])][1], v)
-        inner.syms[s.var] = (idx, I32)
+        if err:
+            inner.err_info = inner.b.load(inner.b.gep(cl, [ir.Constant(I32T, 0), ir.Constant(I32T, len(free))],
+                                                      source_etype=closure_t), typ=PTR)
+        if var is not None:
+            inner.syms[var] = (idx, I32)
         for n in consts:
             inner.syms[n] = st.syms[n]
         # (a ring let of the caller arrives as a plain value that may have wrapped: its
@@ -584,16 +694,11 @@ class CodeGenCPU(CodeGenLLVM):
         inner.wide_index = st.wide_index
         inner.ring_lets = {n: None for n in free if n in st.ring_lets}
         inner.alloc_bytes = dict(st.alloc_bytes)
-        self.stmt(inner, s.body)
+        self.stmt(inner, body)
         if not inner.b.block.is_terminated:
             self.stream_fence(inner)
             inner.b.ret(ir.Constant(I32T, 0))
-        lo = self.expr(st, s.min)
-        ext = self.expr(st, s.extent)
-        pf = self.decl(f"{self.runtime_prefix}_parallel_for", I32T, [PTR, PTR, I32T, I32T])
-        r = b.call(pf, [task, closure, lo, ext])
-        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32T, 0)), likely=False):
-            b.ret(r)
+        return task
 
     # ------------------------------------------------------------ vector memory access
     def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hdsl.ir.expr import Expr, Param, Var, walk
-from hdsl.ir.stmt import LaunchKernel, Load, Store, Stmt, children, own_exprs
+from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LaunchKernel, Let, LetStmt, Load,
+                          Store, Stmt, children, own_exprs)
 from hdsl.ir.types import Type
 
 
@@ -78,3 +79,102 @@ def mentioned(s: Stmt) -> dict[str, Use]:
 def mentioned_names(s: Stmt) -> set[str]:
     """Every variable and buffer name a statement mentions (a superset of its free names)."""
     return set(mentioned(s))
+
+
+def shape_key(s: Stmt, first: tuple[str, ...] = (), keep_suffix: str | None = None) -> tuple | None:
+    """A key equal for two statements exactly when each is the other with its names consistently
+    renamed (an alpha-equivalence class, up to the sharing of subexpressions), with the names
+    it gives index i: (key, names). The names in `first` get the first indices (an outlined
+    loop's var), the rest their order of first use. A name ending in `keep_suffix` keeps that
+    property in the key (code generation reads it). None for a statement with nodes only
+    lowering or a GPU host has (Realize, Provide, calls of Funcs, kernel launches).
+
+    Two tasks with the same key generate the same code up to the names of their values, so
+    one outlined function serves both (hdsl/codegen/cpu.py, parallel_for): the local
+    Laplacian's pyramid levels are one loop nest each, over different buffers."""
+    index: dict[str, int] = {}
+    names: list[str] = []
+    out: list = []
+    nodes: dict[int, int] = {}          # id(expr) -> its number (expressions are DAGs)
+    keep: list = []                     # the expressions numbered (their ids stay theirs meanwhile)
+
+    def name(n: str):
+        i = index.get(n)
+        if i is None:
+            i = index[n] = len(names)
+            names.append(n)
+        return (i, keep_suffix is not None and n.endswith(keep_suffix))
+
+    for n in first:
+        name(n)
+
+    def ex(e: Expr) -> int:
+        k = nodes.get(id(e))
+        if k is not None:
+            return k
+        kids = tuple(ex(c) for c in e.children())
+        cls = type(e)
+        if cls is Const:
+            d = ("C", e.type, repr(e.value), e.literal)
+        elif cls is Var:
+            d = ("V", name(e.name), e.type)
+        elif cls is Param:
+            d = ("P", name(e.name), e.type)
+        elif cls is Load:
+            d = ("L", name(e.buffer), e.type, kids)
+        elif cls is Let:
+            d = ("let", name(e.name), e.type, kids)
+        elif cls is Intrinsic:
+            d = ("I", e.name, e.type, e.extra, kids)
+        elif cls is BinOp:
+            d = ("B", e.op, e.type, kids)
+        elif cls is Unary:
+            d = ("U", e.op, e.type, kids)
+        elif cls is Select:
+            d = ("S", e.type, kids)
+        elif cls is Cast:
+            d = ("X", e.type, e.saturate, kids)
+        else:
+            raise _NoKey
+        out.append(d)
+        k = nodes[id(e)] = len(keep)
+        keep.append(e)
+        return k
+
+    def visit(x: Stmt):
+        cls = type(x)
+        if cls is Block:
+            out.append(("block", len(x.stmts)))
+            for y in x.stmts:
+                visit(y)
+        elif cls is For:
+            out.append(("for", name(x.var), x.kind, ex(x.min), ex(x.extent)))
+            visit(x.body)
+        elif cls is LetStmt:
+            out.append(("let", name(x.name), ex(x.value)))
+            visit(x.body)
+        elif cls is IfThenElse:
+            out.append(("if", ex(x.cond), x.otherwise is not None))
+            visit(x.then)
+            if x.otherwise is not None:
+                visit(x.otherwise)
+        elif cls is Store:
+            out.append(("store", name(x.buffer), ex(x.index), ex(x.value)))
+        elif cls is Allocate:
+            out.append(("alloc", name(x.name), x.type, x.memory, ex(x.size)))
+            visit(x.body)
+        elif cls is Assert:
+            out.append(("assert", x.code, ex(x.cond), tuple(ex(i) for i in x.info)))
+        elif cls is Evaluate:
+            out.append(("eval", ex(x.value)))
+        else:
+            raise _NoKey
+    try:
+        visit(s)
+    except _NoKey:
+        return None
+    return tuple(out), names
+
+
+class _NoKey(Exception):
+    pass

@@ -663,8 +663,10 @@ class LoopBuilder:
         return Assert(BinOp("<=", w, I(n), BOOL), ERR_FOLD_TOO_SMALL,
                       (I(bound_func_index(self.outputs, f)), I(dim), w))
 
-    def realize(self, f: Func, body: Stmt, fold=None) -> Stmt:
-        box = box_of(body, f, f.dims)
+    def realize(self, f: Func, body: Stmt, fold=None, known: dict | None = None) -> Stmt:
+        """f's storage around body, over what body reads and writes of it. known: boxes of f
+        already found in statements body holds (box_of's `record`), not walked again."""
+        box = box_of(body, f, f.dims, known=known)
         if box is None:
             return body
         bounds = []

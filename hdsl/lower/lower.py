@@ -157,8 +157,12 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         if explicit is not None:
             lb.fold_checks[id(f)] = explicit
 
-        def compute(body, loop=None, f=f, slides=slides, explicit=explicit):
-            required = box_of(body, f, f.dims, reads=True, writes=False)
+        # f's region in its consumers, kept for its storage's (realize: the consumers again,
+        # which do not write f, beside its production)
+        seen: dict = {}
+
+        def compute(body, loop=None, f=f, slides=slides, explicit=explicit, seen=seen):
+            required = box_of(body, f, f.dims, reads=True, writes=False, record=seen)
             if required is None:
                 return body
             slide = loop if slides and loop is not None and loop.kind == "serial" else None
@@ -170,7 +174,8 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                                 f"along {f.args[dim]} inside a serial loop", d.span,
                                 "fold the storage of a Func stored outside a serial loop (store_at) and computed "
                                 "inside it (compute_at), whose region moves along one dimension with that loop")
-            return lb.realize(f, out) if fs.store == fs.compute or fs.compute.kind == "innermost" else out
+            return lb.realize(f, out, known=seen) if fs.store == fs.compute or fs.compute.kind == "innermost" \
+                else out
         if site is None:
             stmt = compute(stmt)
         else:
@@ -182,13 +187,13 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                 fold = (explicit[0], None, explicit[1])
             st = fs.store
             if st.kind == "root":
-                stmt = lb.realize(f, stmt, fold)
+                stmt = lb.realize(f, stmt, fold, known=seen)
             else:
                 loop = compute_site(stmt, st.func, _stage_count(st.func, defs), st.var, f)
                 if loop is None:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", st.span)
-                stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold))
+                stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold, known=seen))
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
         info["region_clamps"] = lb.region_clamps

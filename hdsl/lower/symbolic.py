@@ -363,6 +363,11 @@ class _Candidates:
                 return
         self.items.append(e)
 
+    def copy(self) -> "_Candidates":
+        out = _Candidates(self.want_min)
+        out.items, out.unbounded = list(self.items), self.unbounded
+        return out
+
     def value(self) -> Bound:
         if self.unbounded or not self.items:
             return None
@@ -379,6 +384,12 @@ class _Box:
         self._hi = [_Candidates(False) for _ in range(dims)]
         self.empty = True
 
+    def copy(self) -> "_Box":
+        out = _Box(0)
+        out._lo, out._hi = [c.copy() for c in self._lo], [c.copy() for c in self._hi]
+        out.empty = self.empty
+        return out
+
     def add(self, bounds):
         for d, (lo, hi) in enumerate(bounds):
             self._lo[d].add(lo)
@@ -394,8 +405,16 @@ class _Box:
         return [c.value() for c in self._hi]
 
 
-def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True, writes=True):
+def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True, writes=True,
+           record: dict | None = None, known: dict | None = None):
     """The (lo, hi) per dim of `target` touched in stmt; None if not touched.
+
+    record: a dict that keeps what was found in stmt and, for a Block, in each of its
+    statements; known: such a dict from an earlier call with the same target and scope, whose
+    statements are not walked again where this stmt holds them. (Lowering finds a Func's
+    region in its consumers, then its storage in its production and the same consumers:
+    lower.py's compute and LoopBuilder.realize. Reads and writes count alike there, since
+    the consumers do not write the Func; the result is the same as walking them again.)
 
     As in Halide, the box is first found in terms of the innermost symbols and
     each binder is eliminated on the way out: a let by substituting its value
@@ -403,7 +422,17 @@ def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True,
     then preserves the correlation between a region's min and max (a split
     loop's footprint `min + ((max - min + n) / n) * n` simplifies to about
     `max + n` instead of the difference of two unrelated intervals)."""
-    box = _walk(stmt, target, dims, dict(scope or {}), reads, writes)
+    scope = dict(scope or {})
+    if record is not None and isinstance(stmt, Block):
+        box = None
+        for x in stmt.stmts:
+            got = _walk(x, target, dims, scope, reads, writes, known)
+            record[id(x)] = (x, got.copy() if got is not None else None)
+            box = _union(box, got)
+    else:
+        box = _walk(stmt, target, dims, scope, reads, writes, known)
+    if record is not None:
+        record[id(stmt)] = (stmt, box.copy() if box is not None else None)
     if box is None:
         return None
     return list(zip(box.lo, box.hi))
@@ -478,16 +507,20 @@ def _mentions(e: Expr, name: str) -> bool:
     return name in free_vars(e)
 
 
-def _walk(s: Stmt, target, dims, scope, reads, writes):
+def _walk(s: Stmt, target, dims, scope, reads, writes, known=None):
+    if known is not None:
+        hit = known.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1].copy() if hit[1] is not None else None
     if isinstance(s, For):
-        inner = _walk(s.body, target, dims, scope, reads, writes)
+        inner = _walk(s.body, target, dims, scope, reads, writes, known)
         if inner is None:
             return None
         last = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
         return _eliminate(inner, s.var, (simplify(s.min), last))
     if isinstance(s, LetStmt):
         box = _calls_box(s.value, target, dims, scope) if reads else None
-        inner = _walk(s.body, target, dims, scope, reads, writes)
+        inner = _walk(s.body, target, dims, scope, reads, writes, known)
         if s.value.type == I32:
             inner = _eliminate(inner, s.name, None, exact=s.value)
         else:
@@ -496,16 +529,16 @@ def _walk(s: Stmt, target, dims, scope, reads, writes):
     if isinstance(s, Block):
         box = None
         for x in s.stmts:
-            box = _union(box, _walk(x, target, dims, scope, reads, writes))
+            box = _union(box, _walk(x, target, dims, scope, reads, writes, known))
         return box
     if isinstance(s, IfThenElse):
         box = _calls_box(s.cond, target, dims, scope) if reads else None
-        box = _union(box, _walk(s.then, target, dims, scope, reads, writes))
+        box = _union(box, _walk(s.then, target, dims, scope, reads, writes, known))
         if s.otherwise is not None:
-            box = _union(box, _walk(s.otherwise, target, dims, scope, reads, writes))
+            box = _union(box, _walk(s.otherwise, target, dims, scope, reads, writes, known))
         return box
     if isinstance(s, Realize):
-        return _walk(s.body, target, dims, scope, reads, writes)
+        return _walk(s.body, target, dims, scope, reads, writes, known)
     if isinstance(s, Provide):
         box = None
         if writes and s.func is target:
