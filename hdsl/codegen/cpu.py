@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hdsl.codegen import transpose
+from hdsl.codegen import gather_groups, transpose
 from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int,
                                _Fn, _free_names, _suffix, llvm_type)
 from hdsl.ir.expr import BinOp, Cast, Expr, Intrinsic, Var, free_vars, walk
@@ -569,6 +569,12 @@ class CodeGenCPU(CodeGenLLVM):
             b.ret(r)
 
     # ------------------------------------------------------------ vector memory access
+    def store(self, st: _Fn, s: Store):
+        if st.lanes is not None and st.mask is None:
+            # gathers of neighbouring elements loaded together (hdsl/codegen/gather_groups.py)
+            gather_groups.prepare(self, st, s.value)
+        super().store(st, s)
+
     def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
         b = st.b
         t = s.value.type
