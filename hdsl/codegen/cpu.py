@@ -728,28 +728,20 @@ class CodeGenCPU(CodeGenLLVM):
         LLVM into many small loads and inserts."""
         b = st.b
         align = max(1, t.bits // 8)
-        span = (lanes - 1) * stride + 1
-        n = -(-span // lanes)
-        offsets = [k * lanes for k in range(n - 1)] + [span - lanes]
+        offsets, positions = gather_groups.span_chunks(lanes, stride)
         vt = ir.VectorType(mt, lanes)
         chunks = [b.load(ptr if o == 0 else b.gep(ptr, [ir.Constant(I32T, o)], source_etype=mt), typ=vt, align=align)
                   for o in offsets]
-
-        def where(el):
-            k = min(el // lanes, n - 1)
-            return k * lanes + el - offsets[k]
-        mask = ir.Constant(ir.VectorType(I32T, lanes), [where(i * stride) for i in range(lanes)])
-        if n == 2:
-            return b.shuffle_vector(chunks[0], chunks[1], mask)
-        cat = self.concat(st, chunks)
-        return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+        return gather_groups.pick(self, st, chunks, positions)
 
     def clamped_load(self, st: _Fn, e: Load, base, iv, t: Type, vt):
-        """A load at `off + clamp(r)`, r a dense ramp, off the same on every lane, clamp any
-        nest of min and max with bounds the same on every lane (a boundary condition's
-        repeat_edge in the first or last vector of a row, where partition_loops leaves the
-        clamp): the clamped index c is non-decreasing, so the lanes where c == r are dense
-        (one masked load of exactly them) and the others hold c's first or last lane (two
+        """A load at `off + clamp(r)`, r a ramp of constant stride 1 to 8, off the same on
+        every lane, clamp any nest of min and max with bounds the same on every lane (a
+        boundary condition's repeat_edge in the first or last vector of a row, where
+        partition_loops leaves the clamp; a pyramid level clamped to a coarser one's size
+        under a downsampling tap at 2x + k): the clamped index c is non-decreasing, so the
+        lanes where c == r are those of r (one masked load of exactly them, dense or strided:
+        gather_groups.masked_strided_load) and the others hold c's first or last lane (two
         scalar loads, at indices the load reads anyway). Instead of up to four pattern checks
         and then a gather of every lane. None: not of that form."""
         clamp = self._clamp_term(st, e.index)
@@ -767,8 +759,12 @@ class CodeGenCPU(CodeGenLLVM):
         dense = b.icmp_signed("==", c, rv)
         mt = vt.element
         align = max(1, t.bits // 8)
-        f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
-        v = b.call(f, [b.gep(base, [b.add(off, r.base)], source_etype=mt), ir.Constant(I32T, align), dense, K(vt, 0)])
+        ptr = b.gep(base, [b.add(off, r.base)], source_etype=mt)
+        if r.stride == 1:
+            f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
+            v = b.call(f, [ptr, ir.Constant(I32T, align), dense, K(vt, 0)])
+        else:                         # (a downsampling's tap: hdsl/codegen/gather_groups.py)
+            v = gather_groups.masked_strided_load(self, st, ptr, r.stride, dense, vt, align)
         v0 = b.load(b.gep(base, [b.extract_element(iv, first)], source_etype=mt), typ=mt, align=align)
         vl = b.load(b.gep(base, [b.extract_element(iv, last)], source_etype=mt), typ=mt, align=align)
         c0 = self.splat(st, b.extract_element(c, first), lanes)
@@ -801,7 +797,7 @@ class CodeGenCPU(CodeGenLLVM):
         if x is c:
             return None
         r = self.expr(st, x, keep_ramp=True)
-        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and r.stride == 1 and r.base.type == I32T):
+        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and 1 <= r.stride <= 8 and r.base.type == I32T):
             return None
         return c, r
 

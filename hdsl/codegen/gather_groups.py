@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hdsl.codegen.llvm import Interleave, Ramp, llvm_type
+from hdsl.codegen.llvm import K, Interleave, Ramp, _suffix, llvm_type
 from hdsl.ir.expr import BinOp, Const, Expr, Select, Var, intern
 from hdsl.ir.stmt import Load
 from hdsl.ir.types import I32
@@ -266,13 +266,7 @@ def _strided_groups(cg, st, value: Expr, value_of) -> int:
             if not rg:
                 continue                              # (its own strided load)
             c = max(rg, key=lambda k: (counts[k], -k))
-            parts = [chunk(c + k * lanes) for k in range(n)]
-            where = [r + s * i - c for i in range(lanes)]
-            if n == 2:
-                v = b.shuffle_vector(parts[0], parts[1], ir.Constant(ir.VectorType(_I32, lanes), where))
-            else:
-                cat = cg.concat(st, parts) if n > 1 else parts[0]
-                v = b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), ir.Constant(ir.VectorType(_I32, lanes), where))
+            v = pick(cg, st, [chunk(c + k * lanes) for k in range(n)], [r + s * i - c for i in range(lanes)])
             st.cache[id(ld)] = (ld, v, st.clock)
             made += 1
     return made
@@ -304,3 +298,46 @@ def _load_windows(cg, st, buffer: str, members: list) -> int:
             st.cache[id(ld)] = (ld, cols[o - start], st.clock)
             made += 1
     return made
+
+
+def span_chunks(lanes: int, stride: int) -> tuple[list[int], list[int]]:
+    """Where a strided load of `lanes` lanes reads: the offsets of the dense vectors of
+    `lanes` elements covering exactly its span (the last overlapping its neighbour, so that
+    nothing past the last lane is read), and each lane's position in their concatenation."""
+    span = (lanes - 1) * stride + 1
+    n = -(-span // lanes)
+    offsets = [k * lanes for k in range(n - 1)] + [span - lanes]
+
+    def where(el):
+        k = min(el // lanes, n - 1)
+        return k * lanes + el - offsets[k]
+    return offsets, [where(i * stride) for i in range(lanes)]
+
+
+def pick(cg, st, chunks: list, positions: list[int]):
+    """The lanes at `positions` of the concatenated chunks (vectors of one type): one shuffle."""
+    b = st.b
+    sel = ir.Constant(ir.VectorType(_I32, len(positions)), positions)
+    if len(chunks) == 2:
+        return b.shuffle_vector(chunks[0], chunks[1], sel)
+    cat = cg.concat(st, chunks) if len(chunks) > 1 else chunks[0]
+    return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), sel)
+
+
+def masked_strided_load(cg, st, ptr, stride: int, mask, vt, align: int):
+    """Lanes ptr[0], ptr[stride], ... of vt where `mask` is set (0 elsewhere): the dense
+    vectors that CodeGenCPU.strided_load reads, each loaded under the mask of the elements
+    that set lanes read (no other element is touched: the lanes of a clamped strided index
+    that the clamp leaves alone), then one shuffle."""
+    b = st.b
+    lanes = vt.count
+    offsets, positions = span_chunks(lanes, stride)
+    false = ir.Constant(mask.type, [0] * lanes)
+    f = cg.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [ptr.type, _I32, mask.type, vt])
+    chunks = []
+    for o in offsets:
+        sel = [(o + j) // stride if (o + j) % stride == 0 else lanes for j in range(lanes)]
+        m = b.shuffle_vector(mask, false, ir.Constant(ir.VectorType(_I32, lanes), sel))
+        p = ptr if o == 0 else b.gep(ptr, [ir.Constant(_I32, o)], source_etype=vt.element)
+        chunks.append(b.call(f, [p, ir.Constant(_I32, align), m, K(vt, 0)]))
+    return pick(cg, st, chunks, positions)

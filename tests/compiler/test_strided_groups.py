@@ -77,3 +77,58 @@ def test_three_taps_of_stride_two_read_four_vectors(target):
     assert ll.count("load <16 x float>") == 6
     ll = compiled_form(program("far", "f32", 16).ir, "llvm", target=target)
     assert ll.count("load <16 x float>") == 4 + 4
+
+
+CLAMPED = """
+pipeline cs
+input img: T[2]
+param hi: i32 = 20
+output out: T[2]
+algorithm {
+    var x, y
+    level(x, y) = EXPR
+    out(x, y) = level(x, y)
+}
+schedule {
+    level.compute_root().vectorize(x, LANES)
+}
+"""
+# a pyramid level read through a clamp to a coarser level's size (interpolate's level 4):
+# partition_loops keeps the clamp in the vectors where it bites, which are then a masked
+# strided load of the lanes it leaves alone plus the clamped lanes' edge value
+CLAMPED_CASES = {
+    "121": ("img(clamp(2 * x - 1, 0, hi), y) + T(2) * img(clamp(2 * x, 0, hi), y) + img(clamp(2 * x + 1, 0, hi), y)",
+            lambda i, x, y, hi: i[y, np.clip(2 * x - 1, 0, hi)] + 2 * i[y, np.clip(2 * x, 0, hi)]
+            + i[y, np.clip(2 * x + 1, 0, hi)]),
+    "stride3": ("img(clamp(3 * x - 4, 0, hi), y) * T(3) + img(max(3 * x + 2, 1), y)",
+                lambda i, x, y, hi: 3 * i[y, np.clip(3 * x - 4, 0, hi)] + i[y, np.maximum(3 * x + 2, 1)]),
+}
+
+
+def clamped_program(case, typ, lanes):
+    src = CLAMPED.replace("EXPR", CLAMPED_CASES[case][0]).replace("LANES", str(lanes)).replace("T", typ)
+    return hdsl.loads(src, "cs.hl")
+
+
+@pytest.mark.parametrize("case", list(CLAMPED_CASES))
+@pytest.mark.parametrize("typ, lanes", [("f32", 16), ("f32", 8), ("u8", 32), ("f64", 4)])
+@pytest.mark.parametrize("hi", [0, 5, 20, 1000])
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
+def test_clamped_strided_loads_give_numpys_and_the_evaluators_values(case, typ, lanes, hi, target):
+    w, h = 3 * lanes + 5, 3
+    rs = np.random.RandomState(lanes + hi)
+    img = rs.randint(0, 100, (h, max(4 * w + 8, hi + 1))).astype(DTYPES[typ])
+    p = clamped_program(case, typ, lanes)
+    got = p.compile(target).realize((w, h), img=img, hi=hi)
+    xs, ys = np.meshgrid(np.arange(w), np.arange(h))
+    want = CLAMPED_CASES[case][1](img.astype(np.int64), xs, ys, hi).astype(DTYPES[typ])
+    assert np.array_equal(got, want)
+    assert np.array_equal(got, p.realize((w, h), img=img, hi=hi))
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
+def test_clamped_strided_loads_are_not_gathers(target):
+    """Where the clamp is kept (the vectors before and after the steady state), each of the
+    three taps is two masked loads and a shuffle, not pattern checks and a gather."""
+    ll = compiled_form(clamped_program("121", "f32", 16).ir, "llvm", target=target)
+    assert "masked.gather" not in ll and ll.count("call <16 x float> @\"llvm.masked.load") >= 2 * 3 * 2
