@@ -261,7 +261,7 @@ class CodeGenCPU(CodeGenLLVM):
         old = st.syms.get(s.name)
         st.syms[s.name] = (mem, None)
         old_bytes = st.alloc_bytes.pop(s.name, None)
-        known = _fold(elements)
+        known = gather_groups.const_int(elements)
         if known is not None and known > 0:
             st.alloc_bytes[s.name] = -(-known * max(1, s.type.bits // 8) // 64) * 64
         self.base_of(s.name, mem)
@@ -1185,23 +1185,6 @@ def has_features(cpu: str, *wanted: str) -> bool:
         return False
     features = cpu_features(cpu)[1].split(",")
     return all(f in features for f in wanted)
-
-
-def _fold(v) -> int | None:
-    """The value of an integer LLVM value built from constants by + - * and casts (an
-    allocation's size, made from constant extents); None: not such a value."""
-    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and isinstance(v.constant, int):
-        return v.constant
-    if isinstance(v, ir.CastInstr) and v.opname in ("sext", "zext") and isinstance(v.type, ir.IntType):
-        x = _fold(v.operands[0])
-        return None if x is None or (v.opname == "zext" and x < 0) else x
-    if isinstance(v, ir.Instruction) and v.opname in ("add", "sub", "mul") and len(v.operands) == 2:
-        x, y = _fold(v.operands[0]), _fold(v.operands[1])
-        if x is None or y is None:
-            return None
-        r = x + y if v.opname == "add" else x - y if v.opname == "sub" else x * y
-        return r if -2 ** 62 < r < 2 ** 62 else None
-    return None
 
 
 def madd_lanes(cpu: str) -> int | None:

@@ -45,7 +45,8 @@ def _wrap(v: int) -> int:
 
 
 def const_int(v) -> int | None:
-    """The value of an integer LLVM value built from constants by + - * and casts, else None."""
+    """The value of an integer LLVM value built from constants by + - * and casts (an
+    allocation's size or stride, made from constant extents), else None."""
     if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and isinstance(v.constant, int):
         return v.constant
     if isinstance(v, ir.CastInstr) and v.opname in ("sext", "zext", "trunc") and isinstance(v.type, ir.IntType):
