@@ -122,11 +122,10 @@ def every_lane(value: Expr) -> list[Load]:
     return out
 
 
-def candidates(value: Expr) -> list[Load]:
-    """The loads of `value` that may be gathers: on every lane, an index that reads
-    memory, an element of 32 or 64 bits."""
-    return [n for n in every_lane(value)
-            if n.type.bits in (32, 64) and any(isinstance(x, Load) for x in _nodes(n.index))]
+def candidates(loads: list[Load]) -> list[Load]:
+    """The loads (of every_lane) that may be gathers: an index that reads memory, an
+    element of 32 or 64 bits."""
+    return [n for n in loads if n.type.bits in (32, 64) and any(isinstance(x, Load) for x in _nodes(n.index))]
 
 
 def _nodes(e: Expr):
@@ -191,11 +190,12 @@ def prepare(cg, st, value: Expr) -> int:
     def value_of(name):
         v = syms.get(name)
         return None if v is None or isinstance(v[0], (Ramp, Interleave)) else const_int(v[0])
-    loads = [ld for ld in candidates(value) if cg.cached(st, ld) is None]
+    on_every_lane = every_lane(value)
+    loads = [ld for ld in candidates(on_every_lane) if cg.cached(st, ld) is None]
     made = 0
     for members in _sets(loads, value_of):
         made += _load_windows(cg, st, members[0][0].buffer, members)
-    return made + _strided_groups(cg, st, value, value_of)
+    return made + _strided_groups(cg, st, on_every_lane, value_of)
 
 
 def _sets(loads, value_of) -> list:
@@ -215,7 +215,7 @@ def _sets(loads, value_of) -> list:
     return [members for _, _, members in sets if len(members) > 1]
 
 
-def _strided_groups(cg, st, value: Expr, value_of) -> int:
+def _strided_groups(cg, st, on_every_lane: list[Load], value_of) -> int:
     """Strided loads (constant stride s of 2 to 8) of one buffer whose first lanes differ by
     constants (a [1 2 1] downsampling's taps at 2x - 1, 2x and 2x + 1) read shared dense
     vectors: each tap's lanes lie in n = ceil((s (L - 1) + 1) / L) consecutive vectors, and
@@ -225,7 +225,7 @@ def _strided_groups(cg, st, value: Expr, value_of) -> int:
     L lanes instead of 6 (Halide reads 4 too). Returns how many loads were so made."""
     b = st.b
     loads = []
-    for ld in every_lane(value):
+    for ld in on_every_lane:
         if cg.cached(st, ld) is not None:
             continue
         iv = cg.expr(st, ld.index, keep_ramp=True)
