@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hdsl.codegen import transpose
+from hdsl.codegen import gather_groups, transpose
 from hdsl.codegen.llvm import (F32T, I1T, I8T, I32T, I64T, PTR, CodeGenLLVM, Interleave, K, Ramp, _const_int, _const_of,
                                _Fn, _free_names, _suffix, llvm_type)
 from hdsl.ir.closure import shape_key
@@ -258,7 +258,7 @@ class CodeGenCPU(CodeGenLLVM):
     def allocate(self, st: _Fn, s: Allocate):
         b = st.b
         elements = self.expr(st, s.size)
-        known = _fold(elements)
+        known = gather_groups.const_int(elements)
         nbytes = None if known is None or known <= 0 else -(-known * max(1, s.type.bits // 8) // 64) * 64
         if nbytes is not None and st.fixed_stack + nbytes <= self.FIXED_STACK_LIMIT:
             # a small buffer of constant size (a tile's intermediate, allocated once per tile:
@@ -701,6 +701,12 @@ class CodeGenCPU(CodeGenLLVM):
         return task
 
     # ------------------------------------------------------------ vector memory access
+    def store(self, st: _Fn, s: Store):
+        if st.lanes is not None and st.mask is None:
+            # gathers of neighbouring elements loaded together (hdsl/codegen/gather_groups.py)
+            gather_groups.prepare(self, st, s.value)
+        super().store(st, s)
+
     def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
         b = st.b
         t = s.value.type
@@ -881,28 +887,20 @@ class CodeGenCPU(CodeGenLLVM):
         LLVM into many small loads and inserts."""
         b = st.b
         align = max(1, t.bits // 8)
-        span = (lanes - 1) * stride + 1
-        n = -(-span // lanes)
-        offsets = [k * lanes for k in range(n - 1)] + [span - lanes]
+        offsets, positions = gather_groups.span_chunks(lanes, stride)
         vt = ir.VectorType(mt, lanes)
         chunks = [b.load(ptr if o == 0 else b.gep(ptr, [ir.Constant(I32T, o)], source_etype=mt), typ=vt, align=align)
                   for o in offsets]
-
-        def where(el):
-            k = min(el // lanes, n - 1)
-            return k * lanes + el - offsets[k]
-        mask = ir.Constant(ir.VectorType(I32T, lanes), [where(i * stride) for i in range(lanes)])
-        if n == 2:
-            return b.shuffle_vector(chunks[0], chunks[1], mask)
-        cat = self.concat(st, chunks)
-        return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), mask)
+        return gather_groups.pick(self, st, chunks, positions)
 
     def clamped_load(self, st: _Fn, e: Load, base, iv, t: Type, vt):
-        """A load at `off + clamp(r)`, r a dense ramp, off the same on every lane, clamp any
-        nest of min and max with bounds the same on every lane (a boundary condition's
-        repeat_edge in the first or last vector of a row, where partition_loops leaves the
-        clamp): the clamped index c is non-decreasing, so the lanes where c == r are dense
-        (one masked load of exactly them) and the others hold c's first or last lane (two
+        """A load at `off + clamp(r)`, r a ramp of constant stride 1 to 8, off the same on
+        every lane, clamp any nest of min and max with bounds the same on every lane (a
+        boundary condition's repeat_edge in the first or last vector of a row, where
+        partition_loops leaves the clamp; a pyramid level clamped to a coarser one's size
+        under a downsampling tap at 2x + k): the clamped index c is non-decreasing, so the
+        lanes where c == r are those of r (one masked load of exactly them, dense or strided:
+        gather_groups.masked_strided_load) and the others hold c's first or last lane (two
         scalar loads, at indices the load reads anyway). Instead of up to four pattern checks
         and then a gather of every lane. None: not of that form."""
         clamp = self._clamp_term(st, e.index)
@@ -920,8 +918,12 @@ class CodeGenCPU(CodeGenLLVM):
         dense = b.icmp_signed("==", c, rv)
         mt = vt.element
         align = max(1, t.bits // 8)
-        f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
-        v = b.call(f, [b.gep(base, [b.add(off, r.base)], source_etype=mt), ir.Constant(I32T, align), dense, K(vt, 0)])
+        ptr = b.gep(base, [b.add(off, r.base)], source_etype=mt)
+        if r.stride == 1:
+            f = self.decl(f"llvm.masked.load.{_suffix(vt)}.p0", vt, [PTR, I32T, dense.type, vt])
+            v = b.call(f, [ptr, ir.Constant(I32T, align), dense, K(vt, 0)])
+        else:                         # (a downsampling's tap: hdsl/codegen/gather_groups.py)
+            v = gather_groups.masked_strided_load(self, st, ptr, r.stride, dense, vt, align)
         v0 = b.load(b.gep(base, [b.extract_element(iv, first)], source_etype=mt), typ=mt, align=align)
         vl = b.load(b.gep(base, [b.extract_element(iv, last)], source_etype=mt), typ=mt, align=align)
         c0 = self.splat(st, b.extract_element(c, first), lanes)
@@ -954,7 +956,7 @@ class CodeGenCPU(CodeGenLLVM):
         if x is c:
             return None
         r = self.expr(st, x, keep_ramp=True)
-        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and r.stride == 1 and r.base.type == I32T):
+        if not (isinstance(r, Ramp) and isinstance(r.stride, int) and 1 <= r.stride <= 8 and r.base.type == I32T):
             return None
         return c, r
 
@@ -1350,23 +1352,6 @@ def has_features(cpu: str, *wanted: str) -> bool:
         return False
     features = cpu_features(cpu)[1].split(",")
     return all(f in features for f in wanted)
-
-
-def _fold(v) -> int | None:
-    """The value of an integer LLVM value built from constants by + - * and casts (an
-    allocation's size, made from constant extents); None: not such a value."""
-    if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and isinstance(v.constant, int):
-        return v.constant
-    if isinstance(v, ir.CastInstr) and v.opname in ("sext", "zext") and isinstance(v.type, ir.IntType):
-        x = _fold(v.operands[0])
-        return None if x is None or (v.opname == "zext" and x < 0) else x
-    if isinstance(v, ir.Instruction) and v.opname in ("add", "sub", "mul") and len(v.operands) == 2:
-        x, y = _fold(v.operands[0]), _fold(v.operands[1])
-        if x is None or y is None:
-            return None
-        r = x + y if v.opname == "add" else x - y if v.opname == "sub" else x * y
-        return r if -2 ** 62 < r < 2 ** 62 else None
-    return None
 
 
 def madd_lanes(cpu: str) -> int | None:
