@@ -7,7 +7,8 @@ callpath.json), never typed in.
 - the call overhead (callpath.py): each hdsl row's CPU time per call, at most 2 µs;
 - the histograms (callpath.py): serial and rfactor, hdsl's median over Halide's, at most 1.0;
 - the local Laplacian's cold compile (run.py's local_laplacian cases): hdsl's cold compile
-  (an empty cache) at most Halide's JIT compile of its peer, measured in the same run.
+  (an empty cache) at most Halide's JIT compile of its peer, measured in the same run (each
+  the median of run.py's COMPILE_ROUNDS compiles, made in turns).
 
 A row whose measurement is missing from the run (a case left out with --cases, no
 callpath.json) is shown as not measured, and is not met.
@@ -82,7 +83,8 @@ def markdown(rows: list[dict], quick: bool = False, callpath_from: str | None = 
              "Each row: hdsl against Halide measured in this run (apps: hdsl's median ms over Halide's "
              "app's; call overhead: hdsl's CPU µs per call; histograms: hdsl's median ms over Halide's "
              "with the same schedule; compile: hdsl's cold compile s over Halide's JIT compile s of the "
-             "same peer). `value` is the ratio, or the µs for the call rows; `met` is value <= limit."
+             "same peer; in a full run each is the median of three compiles made in turns). `value` "
+             "is the ratio, or the µs for the call rows; `met` is value <= limit."
              + (" A quick run (small sizes, few runs): the rows show that the table is built, not where "
                 "hdsl stands." if quick else ""),
              ""]

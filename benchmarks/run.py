@@ -287,6 +287,9 @@ def _case_boxsat(r):
     return case
 
 
+COMPILE_ROUNDS = 3      # cold compiles per side for the local Laplacian's compile rows (median)
+
+
 def case_local_laplacian(quick: bool, target: str = "host"):
     w, h = (320, 192) if quick else (2560, 1536)
     planar = (np.random.RandomState(3).rand(3, h, w) * 65535).astype(np.uint16)
@@ -297,6 +300,20 @@ def case_local_laplacian(quick: bool, target: str = "host"):
         impls.append(hdsl_impl(ROOT / "examples" / "local_laplacian.hl", {"img": img}, out, t))
     import halide_peers
     impls.append(halide_impl(halide_peers.local_laplacian(img, target=target)))
+    # The compile rows of issue 22 judge these times. One cold compile per side swung by 20-30%
+    # between quiet runs (a first compile in the process, the allocator's state), on both sides
+    # (Halide's AVX2 JIT: 1.59 to 1.97 s), so each side compiles COMPILE_ROUNDS - 1 times more,
+    # in turns, and reports its median (hdsl: each from an empty cache; Halide: the peer's
+    # pipeline defined again and JIT-compiled)
+    from hdsl.bench import compile_cold_and_cached
+    path = ROOT / "examples" / "local_laplacian.hl"
+    cold = {id(im): [im.compile_cold] for im in impls}
+    for _ in range(0 if quick else COMPILE_ROUNDS - 1):
+        for t, im in zip((target, target + "-fast_math"), impls):
+            cold[id(im)].append(compile_cold_and_cached(path, t)[1])
+        cold[id(impls[2])].append(halide_peers.local_laplacian(img, target=target).compile_s)
+    for im in impls:
+        im.compile_cold = float(np.median(cold[id(im)]))
     return dict(name="local_laplacian", what="local Laplacian, 8 levels, u16 RGB (examples/local_laplacian.hl = "
                 "Halide's app, its schedule)", size=(w, h), impls=impls, float=True)
 
