@@ -73,6 +73,8 @@ class CodeGenCPU(CodeGenLLVM):
         self.madd_lanes = madd_lanes(cpu) if cpu is not None else None
         # byte permutes over two 64-byte tables (vpermi2b: AVX-512 VBMI)
         self.vbmi = cpu is not None and has_features(cpu, "+avx512vbmi")
+        # 512-bit integer vectors (AVX-512BW), where shared strided loads pay (gather_groups.prepare)
+        self.avx512bw = self.madd_lanes == 32
         self.buffer_bases: dict[int, tuple] = {}      # id(host pointer value) -> (value, buffer name)
         self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
 

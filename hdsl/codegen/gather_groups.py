@@ -195,7 +195,7 @@ def prepare(cg, st, value: Expr) -> int:
     made = 0
     for members in _sets(loads, value_of):
         made += _load_windows(cg, st, members[0][0].buffer, members)
-    if cg.madd_lanes is None or cg.madd_lanes < 32:
+    if not cg.avx512bw:
         # (AVX-512 only: on AVX2, interleaved against the previous code in one process,
         # interpolate's downsampling levels took 5-14% more CPU with shared vectors)
         return made

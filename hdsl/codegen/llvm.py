@@ -29,7 +29,8 @@ from llvmlite import ir
 from hdsl.diagnostics import InternalError
 from hdsl.ir.closure import mentioned, mentioned_names
 from hdsl.ir.expr import BinOp, Cast, Const, Expr, Intrinsic, Param, Select, Unary, Var, walk
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store)
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Stmt, Store, children,
+                          own_exprs)
 from hdsl.ir.types import F32, F64, I32, I64, Type
 from hdsl.lower.partition import NARROW_LANES
 
@@ -1454,7 +1455,6 @@ def _varies(e: Expr, var: str, written: set, memo: dict) -> bool:
 def _residue_tested(s: For) -> int | None:
     """The largest k in (2, 4) such that a select or a guard inside loop s tests
     `s.var % k` or `(s.var ± c) % k` (c a constant); None: none does."""
-    from hdsl.ir.stmt import own_exprs, children
     best = None
     seen: set = set()
 
