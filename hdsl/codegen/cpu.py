@@ -641,10 +641,10 @@ class CodeGenCPU(CodeGenLLVM):
         return task, closure
 
     def task_key(self, st: _Fn, body: Stmt, var: str | None) -> tuple | None:
-        """(key, names) for an outlined body (with `var` bound to the task's index): its shape up to names (closure.shape_key),
-        and what the task's code takes from outside it for each name, by index: the kind of
-        value bound (a constant's value itself, it is not passed), and what the code generator
-        knows of the name (a buffer's host pointer, a non-temporal buffer, an allocation's
+        """(key, names) for an outlined body (with `var` bound to the task's index): its shape
+        up to names (closure.shape_key), and what the task's code takes from outside it for
+        each name, by index: the kind of value bound (a constant's value itself, it is not
+        passed), and what the code generator knows of the name (a buffer's host pointer, a non-temporal buffer, an allocation's
         constant size, a ring let). None where a body has no key."""
         got = shape_key(body, (var,) if var is not None else (), NARROW_LANES)
         if got is None:
