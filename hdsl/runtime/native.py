@@ -54,7 +54,8 @@ class _Variant:
             return
         from hdsl.codegen.modules import split_module
         from hdsl.ir.expr import clear_interned, no_collection
-        from hdsl.runtime.jit import compile_jobs
+        from hdsl.runtime.jit import compile_jobs, prepare_runtime
+        prepare_runtime()           # (a C runtime to build: the C compiler runs while this lowers)
         with no_collection():
             if target.device == "opengl":
                 # (what GLSL cannot do, found before anything is compiled or cached)
