@@ -212,7 +212,10 @@ def substitute(e: Expr, fn, memo: dict | None = None) -> Expr:
         res = intern(node if out is None else out)
         memo[id(n)] = (n, res)
         return res
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 # Hash-consing: structurally equal expressions become one object, so that the
@@ -383,7 +386,10 @@ def called(e: Expr) -> frozenset:
         else:
             local[id(n)] = r
         return r
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def subst_vars(e: Expr, mapping: dict, memo: dict | None = None) -> Expr:
@@ -408,7 +414,10 @@ def subst_vars(e: Expr, mapping: dict, memo: dict | None = None) -> Expr:
         out = intern(out)
         memo[id(n)] = (n, out)
         return out
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def is_canonical(e: Expr) -> bool:
@@ -447,7 +456,10 @@ def free_vars(e: Expr) -> frozenset:
         else:
             local[id(n)] = r
         return r
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def const(t: Type, v) -> Const:
