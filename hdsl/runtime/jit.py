@@ -21,6 +21,7 @@ compilation.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -237,6 +238,23 @@ def prepare_runtime() -> None:
             _runtime_pending = (key, work, _start_runtime_build(sources, work), os.getpid())
         except HdslError:
             shutil.rmtree(work, ignore_errors=True)
+            return
+        if not _runtime_atexit:
+            atexit.register(_drop_pending_build)
+            _runtime_atexit.append(True)
+
+
+_runtime_atexit: list = []
+
+
+def _drop_pending_build() -> None:
+    """At exit: a build started ahead and never needed (the compile failed before linking)
+    is finished and its directory removed."""
+    global _runtime_pending
+    with _runtime_lock:
+        pending, _runtime_pending = _runtime_pending, None
+        if pending is not None and pending[3] == os.getpid():
+            _cancel_build(pending)
 
 
 def runtime_library() -> Path:
@@ -290,8 +308,9 @@ def _runtime_library() -> Path:
 
 
 def _cancel_build(pending) -> None:
+    """A build started ahead and not used: waited for (a C compiler killed leaves its own
+    temporary files behind), and its directory removed."""
     _, work, (proc, _, _), _ = pending
-    proc.kill()
     proc.communicate()
     shutil.rmtree(work, ignore_errors=True)
 

@@ -20,6 +20,11 @@ SCRIPT = textwrap.dedent("""
     from hdsl.diagnostics import HdslError
     from hdsl.runtime import jit
     mode = sys.argv[1]
+    if mode == "fails-in-lowering":
+        jit.prepare_runtime()
+        assert jit._runtime_pending is not None
+        # (the compile fails before anything is linked: the build is never waited for)
+        sys.exit(0)
     jit.prepare_runtime()
     pending = jit._runtime_pending
     if mode == "prepared":
@@ -42,7 +47,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(tmp_path, mode: str, cc: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HDSL_CACHE_DIR=str(tmp_path / "cache"), HDSL_COMPILE_JOBS="1")
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, HDSL_CACHE_DIR=str(tmp_path / "cache"), HDSL_COMPILE_JOBS="1", TMPDIR=str(tmp_path / "tmp"))
     if cc is not None:
         env["CC"] = cc
     return subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, env=env,
@@ -53,6 +59,7 @@ def test_the_prepared_build_is_the_library_loaded(tmp_path):
     r = _run(tmp_path, "prepared")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK ['runtime']", r.stdout     # built once, kept in the cache
+    assert not list((tmp_path / "tmp").glob("hdsl-runtime-*"))
 
 
 def test_a_failed_prepared_build_is_reported_when_the_runtime_is_needed(tmp_path):
@@ -63,3 +70,10 @@ def test_a_failed_prepared_build_is_reported_when_the_runtime_is_needed(tmp_path
         assert r.returncode == 3, r.stdout + r.stderr
         assert r.stdout.startswith(f"ERROR error: cannot build hdsl's thread-pool runtime with '{cc}'"), r.stdout
         assert "Traceback" not in r.stderr
+
+
+def test_a_build_never_needed_leaves_nothing_behind_at_exit(tmp_path):
+    r = _run(tmp_path, "fails-in-lowering")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not list((tmp_path / "tmp").iterdir()), "the build left files behind"
+    assert not list((tmp_path / "cache").glob("libhdsl_runtime_*.so"))
