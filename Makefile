@@ -3,12 +3,13 @@
 # make bench  hdsl against Halide, OpenCV and NumPy/SciPy (benchmarks/RESULTS.md, AUTOSCHED.md, CALLPATH.md); BENCH_QUICK=1 for small sizes
 # make wheel  build dist/hdsl-VERSION-py3-none-any.whl (grammar, stdlib and runtime source inside)
 # make vsix   build dist/hdsl.vsix, the VS Code extension (editors/vscode; docs/editors.md)
+# make parser-tables  rebuild hdsl/grammar/hdsl_lalr.pickle (the parser's LALR tables) after editing the grammar
 # make playground  serve the web playground on http://127.0.0.1:8000/ (PORT=N for another; docs/playground.md)
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv mesa demo test test-slow bench wheel vsix playground playground-bundle browser clean distclean
+.PHONY: venv mesa demo test test-slow bench wheel vsix parser-tables playground playground-bundle browser clean distclean
 
 venv: $(STAMP)
 
@@ -96,6 +97,9 @@ bench: $(BENCH_STAMP)
 	$(PYTHON) benchmarks/autosched.py $(if $(BENCH_QUICK),--quick) --out $(BENCH_OUT)
 
 # the wheel users install (tests/test_install.py builds one the same way and runs it)
+parser-tables: venv
+	$(PYTHON) -c 'from hdsl.frontend.parse import write_tables; print(write_tables())'
+
 wheel: venv $(PG_BUNDLE)
 	$(PYTHON) -m pip wheel --no-deps --no-build-isolation -q -w dist .
 

@@ -106,7 +106,7 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     work.mkdir()
     wheel = _build_wheel(work)
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ["hdsl/grammar/hdsl.lark", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c",
+    for needed in ["hdsl/grammar/hdsl.lark", "hdsl/grammar/hdsl_lalr.pickle", "hdsl/stdlib/filters.hl", "hdsl/runtime/thread_pool.c",
                    "hdsl/runtime/call.c",
                    "hdsl/playground/static/index.html", "hdsl/playground/static/playground.css",
                    "hdsl/examples/blur.hl", "hdsl/examples/camera_pipe.hl", "hdsl/examples/images/gray16.png",
@@ -157,6 +157,10 @@ def test_the_wheel_runs_a_stdlib_program_outside_the_checkout(tmp_path):
     _run([py, "-c", DASK_SCRIPT], cwd=user, env=env)
     assert np.array_equal(np.load(user / "dask.npy"), native)
 
+    # the parser from the wheel's prebuilt tables (tests/test_parser_tables.py), not rebuilt
+    loaded = _run([py, "-c", "from hdsl.frontend.parse import _parser; print(_parser().source_path)"],
+                  cwd=user, env=env).stdout.strip()
+    assert loaded == "<deserialized>", loaded
     out = _run([py, "-c", API_SCRIPT], cwd=user, env=env).stdout.split("\n")
     assert Path(out[0]).resolve().is_relative_to(site.resolve()), f"imported hdsl from {out[0]}, not the wheel"
     assert np.array_equal(np.load(user / "api_native.npy"), np.load(user / "api_reference.npy"))

@@ -595,7 +595,9 @@ class CodeGenLLVM:
                 return False
             leaves[id(n)] = val
             return True
-        return _RingLet(e, v, leaves, lets) if walk(e) else None
+        ok = walk(e)
+        del walk            # (it refers to itself: a cycle left for the collector otherwise)
+        return _RingLet(e, v, leaves, lets) if ok else None
 
     def _wide_let(self, b, rec: _RingLet):
         """rec's i64 form, made once, right after its i32 value (so it dominates every use)."""

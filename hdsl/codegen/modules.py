@@ -53,3 +53,19 @@ def split_module(module: ir.Module, parts: int) -> list[str]:
         for f, blocks, linkage in saved:
             f.blocks, f.linkage = blocks, linkage
     return texts
+
+
+def release(module: ir.Module) -> None:
+    """Break a module's reference cycles once it is printed: instructions and their block,
+    phis and the values of later blocks, blocks and their function. Dropped, the module is
+    then freed at once by reference counting instead of being left to the cyclic collector,
+    whose next collection would walk it whole (the local Laplacian's: ~90k objects, about
+    0.05 s). The module is empty after this."""
+    for f in module.functions:
+        for b in f.blocks:
+            for i in b.instructions:
+                if isinstance(i, ir.PhiInstr):
+                    i.incomings = []
+            b.instructions = []
+            b.terminator = None
+        f.blocks = []

@@ -35,10 +35,51 @@ class _BracketNewlines:
             yield tok
 
 
+# The LALR tables, built ahead from the grammar (Lark.save) and shipped beside it: building them
+# is ~60-80 ms of the first compile in a process, loading them ~5 ms. Used only while they are
+# the current grammar's, made by the installed Lark (the first line says which); otherwise the
+# parser is built from the grammar as before. `make parser-tables` (write_tables) makes them
+# again after the grammar changes (tests/frontend/test_parser_tables.py checks).
+TABLES_PATH = GRAMMAR_PATH.with_name("hdsl_lalr.pickle")
+
+
+def _build_parser(grammar: str) -> Lark:
+    return Lark(grammar, parser="lalr", postlex=_BracketNewlines(),
+                propagate_positions=True, maybe_placeholders=True)
+
+
+def _tables_header(grammar: str) -> bytes:
+    import hashlib
+
+    import lark
+    return f"hdsl-lalr {hashlib.sha256(grammar.encode()).hexdigest()} lark {lark.__version__}\n".encode()
+
+
+def _load_tables(grammar: str) -> Lark | None:
+    """The parser from TABLES_PATH, if they are this grammar's, by this Lark; else None."""
+    try:
+        with open(TABLES_PATH, "rb") as f:
+            if f.readline() != _tables_header(grammar):
+                return None
+            return Lark.load(f)
+    except Exception:       # (absent, unreadable, or from a Lark that reads them otherwise)
+        return None
+
+
+def write_tables() -> Path:
+    """Build the parser from the grammar and keep its tables at TABLES_PATH."""
+    grammar = GRAMMAR_PATH.read_text()
+    import io
+    buf = io.BytesIO()
+    _build_parser(grammar).save(buf)
+    TABLES_PATH.write_bytes(_tables_header(grammar) + buf.getvalue())
+    return TABLES_PATH
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", postlex=_BracketNewlines(),
-                propagate_positions=True, maybe_placeholders=True)
+    grammar = GRAMMAR_PATH.read_text()
+    return _load_tables(grammar) or _build_parser(grammar)
 
 
 _READABLE = {
@@ -392,3 +433,4 @@ def parse(text: str, filename: str = "<string>") -> ast.Module:
     except UnexpectedInput as exc:
         raise _syntax_error(exc, filename, src) from None
     return _Builder(filename).transform(tree)
+

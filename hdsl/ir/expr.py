@@ -178,20 +178,9 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
     old = e.children()
     if all(a is b for a, b in zip(old, children)):
         return e
-    if isinstance(e, Cast):
-        return Cast(e.type, children[0], e.saturate)
-    if isinstance(e, BinOp):
-        return BinOp(e.op, children[0], children[1], e.type)
-    if isinstance(e, Unary):
-        return Unary(e.op, children[0], e.type)
-    if isinstance(e, Select):
-        return Select(children[0], children[1], children[2], e.type)
-    if isinstance(e, FuncCall):
-        return FuncCall(e.func, tuple(children), e.index, e.type)
-    if isinstance(e, InputCall):
-        return InputCall(e.buffer, tuple(children), e.type)
-    if isinstance(e, Intrinsic):
-        return Intrinsic(e.name, tuple(children), e.type, e.extra)
+    make = _REBUILD.get(type(e))
+    if make is not None:
+        return make(e, children)
     if hasattr(e, "with_children"):
         return e.with_children(children)
     raise TypeError(f"cannot rebuild {type(e).__name__}")
@@ -212,7 +201,10 @@ def substitute(e: Expr, fn, memo: dict | None = None) -> Expr:
         res = intern(node if out is None else out)
         memo[id(n)] = (n, res)
         return res
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 # Hash-consing: structurally equal expressions become one object, so that the
@@ -242,33 +234,41 @@ _TABLES = _Tables()
 
 
 def _intern_key(e: Expr):
-    kids = tuple(id(c) for c in e.children())
-    if isinstance(e, Const):
-        return ("C", e.type, repr(e.value), e.literal)
-    if isinstance(e, Var):
-        return ("V", e.name, e.type)
-    if isinstance(e, RVar):
-        return ("R", id(e.rdom), e.index)
-    if isinstance(e, Param):
-        return ("P", e.name, e.type)
-    if isinstance(e, BufferProp):
-        return ("B", id(e.buffer), e.dim, e.what)
-    if isinstance(e, Cast):
-        return ("cast", e.type, e.saturate, kids)
-    if isinstance(e, BinOp):
-        return ("bin", e.op, e.type, kids)
-    if isinstance(e, Unary):
-        return ("un", e.op, e.type, kids)
-    if isinstance(e, Select):
-        return ("sel", e.type, kids)
-    if isinstance(e, FuncCall):
-        return ("call", id(e.func), e.index, e.type, kids)
-    if isinstance(e, InputCall):
-        return ("in", id(e.buffer), e.type, kids)
-    if isinstance(e, Intrinsic):
-        return ("intr", e.name, e.type, e.extra, kids)
+    keyer = _KEYS.get(type(e))
+    if keyer is not None:
+        return keyer(e)
     key = getattr(e, "intern_key", None)
-    return key() + (kids,) if key is not None else None
+    return key() + (tuple(id(c) for c in e.children()),) if key is not None else None
+
+
+# each expression class rebuilt with new children, by exact class (rebuild)
+_REBUILD = {
+    BinOp: lambda e, c: BinOp(e.op, c[0], c[1], e.type),
+    Cast: lambda e, c: Cast(e.type, c[0], e.saturate),
+    Unary: lambda e, c: Unary(e.op, c[0], e.type),
+    Select: lambda e, c: Select(c[0], c[1], c[2], e.type),
+    FuncCall: lambda e, c: FuncCall(e.func, tuple(c), e.index, e.type),
+    InputCall: lambda e, c: InputCall(e.buffer, tuple(c), e.type),
+    Intrinsic: lambda e, c: Intrinsic(e.name, tuple(c), e.type, e.extra),
+}
+
+
+# the intern key of each expression class, by exact class (a dict lookup instead of a chain of
+# isinstance tests: ~50k keys per lowering of the local Laplacian, most of them BinOps)
+_KEYS = {
+    BinOp: lambda e: ("bin", e.op, e.type, (id(e.a), id(e.b))),
+    Const: lambda e: ("C", e.type, repr(e.value), e.literal),
+    Var: lambda e: ("V", e.name, e.type),
+    RVar: lambda e: ("R", id(e.rdom), e.index),
+    Param: lambda e: ("P", e.name, e.type),
+    BufferProp: lambda e: ("B", id(e.buffer), e.dim, e.what),
+    Cast: lambda e: ("cast", e.type, e.saturate, (id(e.value),)),
+    Unary: lambda e: ("un", e.op, e.type, (id(e.a),)),
+    Select: lambda e: ("sel", e.type, (id(e.cond), id(e.t), id(e.f))),
+    FuncCall: lambda e: ("call", id(e.func), e.index, e.type, tuple(id(c) for c in e.args)),
+    InputCall: lambda e: ("in", id(e.buffer), e.type, tuple(id(c) for c in e.args)),
+    Intrinsic: lambda e: ("intr", e.name, e.type, e.extra, tuple(id(c) for c in e.args)),
+}
 
 
 def intern(e: Expr) -> Expr:
@@ -383,7 +383,10 @@ def called(e: Expr) -> frozenset:
         else:
             local[id(n)] = r
         return r
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def subst_vars(e: Expr, mapping: dict, memo: dict | None = None) -> Expr:
@@ -408,7 +411,10 @@ def subst_vars(e: Expr, mapping: dict, memo: dict | None = None) -> Expr:
         out = intern(out)
         memo[id(n)] = (n, out)
         return out
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def is_canonical(e: Expr) -> bool:
@@ -447,7 +453,10 @@ def free_vars(e: Expr) -> frozenset:
         else:
             local[id(n)] = r
         return r
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go          # (go refers to itself: a cycle, left for the collector to walk)
 
 
 def const(t: Type, v) -> Const:

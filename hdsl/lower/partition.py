@@ -188,6 +188,7 @@ class _Partitioner:
             for k in _kids(s):
                 visit(k, lane, in_vec)
         visit(loop.body, {loop.var} if scalar else set(), scalar)
+        del visit           # (it refers to itself: a cycle left for the collector otherwise)
         return hot, lane_varying
 
     def partition(self, loop: For, scalar: bool = False, invariant_only: str = "") -> Stmt:
@@ -215,6 +216,7 @@ class _Partitioner:
             for k in _kids(s):
                 visit(k, chain)
         visit(loop.body, [])
+        del visit           # (it refers to itself: a cycle that would keep `found` for the collector)
 
         # inner clamps first: within the steady range every chosen replacement holds at
         # once, so an outer clamp is judged with the inner ones already replaced

@@ -21,6 +21,7 @@ compilation.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -169,7 +170,9 @@ def runtime_sources() -> list[tuple[str, str]]:
     return [("thread_pool.c", (here / "thread_pool.c").read_text()), ("call.c", call)]
 
 
-def _build_runtime(sources: list[tuple[str, str]], work: Path) -> Path:
+def _start_runtime_build(sources: list[tuple[str, str]], work: Path):
+    """The C compiler started on the runtime's sources in `work` (not waited for): (the
+    process, the library it writes, the compiler's name)."""
     out = work / "libhdsl_runtime.so"
     cc = os.environ.get("CC", "cc")
     paths = []
@@ -177,13 +180,81 @@ def _build_runtime(sources: list[tuple[str, str]], work: Path) -> Path:
         (work / name).write_text(text)
         paths.append(str(work / name))
     try:
-        subprocess.run([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(out), *paths],
-                       check=True, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        detail = getattr(e, "stderr", "") or str(e)
-        raise HdslError(f"cannot build hdsl's thread-pool runtime with '{cc}': {detail.strip()}", None,
-                        "install a C compiler (gcc) or set CC") from None
+        proc = subprocess.Popen([cc, "-O2", "-fPIC", "-shared", "-pthread", "-o", str(out), *paths],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    except OSError as e:
+        raise _runtime_build_error(cc, str(e)) from None
+    return proc, out, cc
+
+
+def _runtime_build_error(cc: str, detail: str) -> HdslError:
+    return HdslError(f"cannot build hdsl's thread-pool runtime with '{cc}': {detail.strip()}", None,
+                     "install a C compiler (gcc) or set CC")
+
+
+def _finish_runtime_build(build) -> Path:
+    proc, out, cc = build
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise _runtime_build_error(cc, err or f"exit status {proc.returncode}")
     return out
+
+
+def _build_runtime(sources: list[tuple[str, str]], work: Path) -> Path:
+    return _finish_runtime_build(_start_runtime_build(sources, work))
+
+
+# A runtime build started ahead (prepare_runtime): (sources' key, work directory, the build,
+# the process that started it: a forked child does not wait for its parent's compiler)
+_runtime_pending = None
+_runtime_lock = threading.RLock()
+
+
+def _runtime_cached(sources) -> tuple[str, Path | None]:
+    key = hashlib.sha256("\0".join(t for _, t in sources).encode()).hexdigest()[:16]
+    cache = cache_dir()
+    return key, (cache / f"libhdsl_runtime_{key}.so" if cache is not None else None)
+
+
+def prepare_runtime() -> None:
+    """Start building the C runtime in the background if it is neither loaded nor cached, so
+    that the C compiler runs while the pipeline is lowered (a cold compile in a fresh process
+    with an empty cache: about 0.2 s of wall time otherwise spent waiting for it). Any error
+    is left for runtime_library() to report, where it was reported before."""
+    global _runtime_pending
+    with _runtime_lock:
+        if _runtime_path is not None or _runtime_pending is not None:
+            return
+        try:
+            sources = runtime_sources()
+            key, cached = _runtime_cached(sources)
+            if cached is not None and read_sealed(cached) is not None:
+                return
+            work = Path(tempfile.mkdtemp(prefix="hdsl-runtime-"))
+        except (OSError, HdslError):
+            return
+        try:
+            _runtime_pending = (key, work, _start_runtime_build(sources, work), os.getpid())
+        except HdslError:
+            shutil.rmtree(work, ignore_errors=True)
+            return
+        if not _runtime_atexit:
+            atexit.register(_drop_pending_build)
+            _runtime_atexit.append(True)
+
+
+_runtime_atexit: list = []
+
+
+def _drop_pending_build() -> None:
+    """At exit: a build started ahead and never needed (the compile failed before linking)
+    is finished and its directory removed."""
+    global _runtime_pending
+    with _runtime_lock:
+        pending, _runtime_pending = _runtime_pending, None
+        if pending is not None and pending[3] == os.getpid():
+            _cancel_build(pending)
 
 
 def runtime_library() -> Path:
@@ -193,17 +264,30 @@ def runtime_library() -> Path:
     is built in a private temporary directory and kept in the cache sealed (seal()); one
     whose checksum does not match is rebuilt, never loaded (a library cut short makes the
     loader map pages past the end of the file: SIGBUS)."""
-    global _runtime_path
+    with _runtime_lock:
+        return _runtime_library()
+
+
+def _runtime_library() -> Path:
+    global _runtime_path, _runtime_pending
     if _runtime_path is not None:
         return _runtime_path
     sources = runtime_sources()
-    key = hashlib.sha256("\0".join(t for _, t in sources).encode()).hexdigest()[:16]
-    cache = cache_dir()
-    cached = cache / f"libhdsl_runtime_{key}.so" if cache is not None else None
+    key, cached = _runtime_cached(sources)
+    pending, _runtime_pending = _runtime_pending, None
+    if pending is not None and pending[3] != os.getpid():
+        pending = None                                  # (the parent's build, in a forked child)
+    elif pending is not None and pending[0] != key:     # (the sources changed since: not this one)
+        _cancel_build(pending)
+        pending = None
     from llvmlite import binding as llvm
     if cached is not None and read_sealed(cached) is not None:
         lib = cached
         work = None
+        if pending is not None:
+            _cancel_build(pending)
+    elif pending is not None:
+        work = pending[1]
     else:
         try:
             work = Path(tempfile.mkdtemp(prefix="hdsl-runtime-"))
@@ -212,7 +296,7 @@ def runtime_library() -> Path:
                             None, "set TMPDIR to a writable directory") from None
     try:
         if work is not None:
-            built = _build_runtime(sources, work)
+            built = _finish_runtime_build(pending[2]) if pending is not None else _build_runtime(sources, work)
             lib = cached if cache_write(cached, built.read_bytes()) else built
         ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
         llvm.load_library_permanently(str(lib))
@@ -221,6 +305,14 @@ def runtime_library() -> Path:
             shutil.rmtree(work, ignore_errors=True)
     _runtime_path = lib
     return lib
+
+
+def _cancel_build(pending) -> None:
+    """A build started ahead and not used: waited for (a C compiler killed leaves its own
+    temporary files behind), and its directory removed."""
+    _, work, (proc, _, _), _ = pending
+    proc.communicate()
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _init_llvm():
