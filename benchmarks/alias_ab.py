@@ -34,7 +34,7 @@ def main(argv=None):
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
-                                         "BOUNDED_FOLDS"), default="ALIAS_INFO")
+                                         "BOUNDED_FOLDS", "LET_RESIDUES"), default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl.lower.loops
     # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS)

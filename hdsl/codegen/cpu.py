@@ -1162,10 +1162,16 @@ class CodeGenCPU(CodeGenLLVM):
             k = _const_int(e.b)
             if k is not None and k > 1:
                 def divmod_(v):
-                    # (a remainder known in a loop copy of known residue: a constant)
-                    r = self.known_rem(st, v, k) if e.op == "%" and k & (k - 1) == 0 else None
-                    return ir.Constant(v.type, r) if r is not None else \
-                        self.binop(st, e.op, v, ir.Constant(v.type, k), e.a.type)
+                    # (a remainder known in a loop copy of known residue: a constant; a
+                    # quotient there a shift of v less it, the same value for v and v + 1 of
+                    # an even v: CodeGenLLVM.let_residue_split)
+                    r = self.known_rem(st, v, k) if k & (k - 1) == 0 else None
+                    if r is not None and e.op == "%":
+                        return ir.Constant(v.type, r)
+                    if r is not None:
+                        return b.ashr(v if r == 0 else b.sub(v, ir.Constant(v.type, r)),
+                                      ir.Constant(v.type, k.bit_length() - 1))
+                    return self.binop(st, e.op, v, ir.Constant(v.type, k), e.a.type)
                 if a.stride % k == 0:
                     return Ramp(divmod_(a.base), a.stride // k if e.op == "/" else 0, a.lanes)
                 if a.lanes % k == 0 and a.lanes // k >= 2:
