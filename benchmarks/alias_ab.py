@@ -3,10 +3,15 @@ buffer's TBAA tag, the allocator's memory attributes), both compiled in this pro
 run interleaved: median wall and CPU ms per run (HDSL_NUM_THREADS=1 makes the CPU time the
 work itself, the measure to trust on a loaded machine) (issue 22). --switch SHARE_TASKS
 compares the same way with and without shared task functions (CodeGenCPU.SHARE_TASKS: loop
-nests that are the same up to names compiled once, serial ones outlined).
+nests that are the same up to names compiled once, serial ones outlined); IN_LANE_PICKS
+(strided loads picked within 128-bit halves on AVX2, gather_groups.pick),
+SHARE_STRIDED_AVX2 (strided taps sharing their dense vectors on AVX2 too; off: it measured
+1-2% slower on interpolate) and BOUNDED_FOLDS (hdsl.lower.loops: sliding windows of
+varying height bounded by a constant, and windows of producers split along another dim,
+folded).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
-                                  [--switch ALIAS_INFO|SHARE_TASKS]
+                                  [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|BOUNDED_FOLDS]
 """
 from __future__ import annotations
 
@@ -28,8 +33,12 @@ def main(argv=None):
     ap.add_argument("--apps", default="local_laplacian,camera_pipe,interpolate,bilateral_grid,unsharp")
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS"), default="ALIAS_INFO")
+    ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
+                                         "BOUNDED_FOLDS", "LET_RESIDUES"), default="ALIAS_INFO")
     a = ap.parse_args(argv)
+    import hdsl.lower.loops
+    # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS)
+    owner = hdsl.lower.loops if a.switch == "BOUNDED_FOLDS" else CodeGenCPU
     import hdsl
     for app in a.apps.split(","):
         case = bench.CASES[app](False) if a.target == "host" else bench.CASES[app](False, target=a.target)
@@ -42,9 +51,9 @@ def main(argv=None):
         cell = call.__closure__
         forms = {}
         for flag in (False, True):
-            setattr(CodeGenCPU, a.switch, flag)
+            setattr(owner, a.switch, flag)
             forms[flag] = hdsl.load(path).compile(a.target, use_cache=False)
-        setattr(CodeGenCPU, a.switch, True)
+        setattr(owner, a.switch, True)
         kw = [c.cell_contents for c in cell if isinstance(c.cell_contents, dict)][0]
         out = [c.cell_contents for c in cell if not isinstance(c.cell_contents, dict)
                and not hasattr(c.cell_contents, "realize_into")][0]

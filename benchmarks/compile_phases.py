@@ -28,7 +28,12 @@ def _share_tasks(on: bool):
 
 
 # compiler switches an A/B can turn off: name -> a function setting it
-AB_SWITCHES = {"share_tasks": _share_tasks}
+def _bounded_folds(on: bool):
+    import hdsl.lower.loops
+    hdsl.lower.loops.BOUNDED_FOLDS = on
+
+
+AB_SWITCHES = {"share_tasks": _share_tasks, "bounded_folds": _bounded_folds}
 
 
 def cpu() -> float:

@@ -58,6 +58,11 @@ class CodeGenCPU(CodeGenLLVM):
     # Parallel loops whose bodies are the same up to names share one task function (task_key;
     # off only to measure what it saves: benchmarks/compile_phases.py --ab share_tasks)
     SHARE_TASKS = True
+    # strided loads picked within 128-bit halves on AVX/AVX2 (in_lane_picks; a switch for
+    # benchmarks/alias_ab.py)
+    IN_LANE_PICKS = True
+    # AVX2 strided taps share their dense vectors (gather_groups.prepare; experiment switch)
+    SHARE_STRIDED_AVX2 = False
 
     def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl",
                  cpu: str | None = None, nontemporal: frozenset = frozenset()):
@@ -75,6 +80,11 @@ class CodeGenCPU(CodeGenLLVM):
         self.vbmi = cpu is not None and has_features(cpu, "+avx512vbmi")
         # 512-bit integer vectors (AVX-512BW), where shared strided loads pay (gather_groups.prepare)
         self.avx512bw = self.madd_lanes == 32
+        # 256-bit vectors whose two-source shuffles cross 128-bit halves in two steps (AVX and
+        # AVX2 without AVX-512's vpermt2ps): strided loads are picked within halves
+        # (gather_groups.pick), their common cross-half step left for LLVM to merge
+        self.in_lane_picks = (self.IN_LANE_PICKS and cpu is not None and (has_features(cpu, "+avx2") or has_features(cpu, "+avx"))
+                              and not has_features(cpu, "+avx512f"))
         self.buffer_bases: dict[int, tuple] = {}      # id(host pointer value) -> (value, buffer name)
         self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
 
@@ -1152,10 +1162,16 @@ class CodeGenCPU(CodeGenLLVM):
             k = _const_int(e.b)
             if k is not None and k > 1:
                 def divmod_(v):
-                    # (a remainder known in a loop copy of known residue: a constant)
-                    r = self.known_rem(st, v, k) if e.op == "%" and k & (k - 1) == 0 else None
-                    return ir.Constant(v.type, r) if r is not None else \
-                        self.binop(st, e.op, v, ir.Constant(v.type, k), e.a.type)
+                    # (a remainder known in a loop copy of known residue: a constant; a
+                    # quotient there a shift of v less it, the same value for v and v + 1 of
+                    # an even v: CodeGenLLVM.let_residue_split)
+                    r = self.known_rem(st, v, k) if k & (k - 1) == 0 else None
+                    if r is not None and e.op == "%":
+                        return ir.Constant(v.type, r)
+                    if r is not None:
+                        return b.ashr(v if r == 0 else b.sub(v, ir.Constant(v.type, r)),
+                                      ir.Constant(v.type, k.bit_length() - 1))
+                    return self.binop(st, e.op, v, ir.Constant(v.type, k), e.a.type)
                 if a.stride % k == 0:
                     return Ramp(divmod_(a.base), a.stride // k if e.op == "/" else 0, a.lanes)
                 if a.lanes % k == 0 and a.lanes // k >= 2:

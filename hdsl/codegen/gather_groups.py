@@ -195,9 +195,10 @@ def prepare(cg, st, value: Expr) -> int:
     made = 0
     for members in _sets(loads, value_of):
         made += _load_windows(cg, st, members[0][0].buffer, members)
-    if not cg.avx512bw:
+    if not cg.avx512bw and not cg.SHARE_STRIDED_AVX2:
         # (AVX-512 only: on AVX2, interleaved against the previous code in one process,
-        # interpolate's downsampling levels took 5-14% more CPU with shared vectors)
+        # interpolate's downsampling levels took 5-14% more CPU with shared vectors; with
+        # the picks made within 128-bit halves (pick), 1-2% more: CodeGenCPU.SHARE_STRIDED_AVX2)
         return made
     return made + _strided_groups(cg, st, on_every_lane, value_of)
 
@@ -319,12 +320,55 @@ def span_chunks(lanes: int, stride: int) -> tuple[list[int], list[int]]:
     return offsets, [where(i * stride) for i in range(lanes)]
 
 
+def in_lane_order(positions: list[int], lanes: int, bits: int) -> list[int] | None:
+    """For picking `positions` out of two 256-bit vectors of `lanes` elements of `bits`
+    bits: an order of the result's lanes in which each lane comes from its source's own
+    128-bit half, half by half the first lanes from the first vector and the rest from the
+    second, with the same selectors in both halves for 32-bit elements (one vshufps; one
+    vshufpd for 64-bit). order[i] is the result lane that lane i of that in-half pick holds.
+    None: no such order, or it is already the result's (no second step needed)."""
+    if lanes * bits != 256 or bits not in (32, 64) or len(positions) != lanes:
+        return None
+    e = lanes // 2
+    halves: list[list[int]] = [[], []]
+    for j, k in enumerate(positions):
+        halves[(k % lanes) // e].append(j)
+    order = []
+    sels = []
+    for h in (0, 1):
+        if len(halves[h]) != e:
+            return None
+        first = [j for j in halves[h] if positions[j] < lanes]
+        second = [j for j in halves[h] if positions[j] >= lanes]
+        if len(first) != e // 2:
+            return None
+        order += first + second
+        sels.append([positions[j] % e for j in first + second])
+    if bits == 32 and sels[0] != sels[1]:
+        return None
+    return None if order == list(range(lanes)) else order
+
+
 def pick(cg, st, chunks: list, positions: list[int]):
-    """The lanes at `positions` of the concatenated chunks (vectors of one type): one shuffle."""
+    """The lanes at `positions` of the concatenated chunks (vectors of one type): one shuffle.
+    On 256-bit targets without two-source cross-half permutes (cg.in_lane_picks) a pick of
+    two chunks that in_lane_order allows is made as a pick within 128-bit halves, then a
+    one-source shuffle of its lanes into order: a strided load's taps (x*2 - 1, x*2, x*2 + 1)
+    then share one order, LLVM's instcombine moves that shuffle past the lane-wise
+    arithmetic that combines them (op(shuffle(a, M), shuffle(b, M)) -> shuffle(op(a, b), M)),
+    and one cross-half permute per result vector replaces one per tap."""
     b = st.b
     sel = ir.Constant(ir.VectorType(_I32, len(positions)), positions)
     if len(chunks) == 2:
-        return b.shuffle_vector(chunks[0], chunks[1], sel)
+        vt = chunks[0].type
+        order = (in_lane_order(positions, vt.count, vt.element.width if isinstance(vt.element, ir.IntType)
+                               else {ir.FloatType: 32, ir.DoubleType: 64}.get(type(vt.element), 0))
+                 if getattr(cg, "in_lane_picks", False) else None)
+        if order is None:
+            return b.shuffle_vector(chunks[0], chunks[1], sel)
+        inner = b.shuffle_vector(chunks[0], chunks[1], ir.Constant(sel.type, [positions[j] for j in order]))
+        back = [order.index(j) for j in range(len(order))]
+        return b.shuffle_vector(inner, ir.Constant(vt, ir.Undefined), ir.Constant(sel.type, back))
     cat = cg.concat(st, chunks) if len(chunks) > 1 else chunks[0]
     return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), sel)
 

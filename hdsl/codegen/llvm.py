@@ -332,7 +332,11 @@ class CodeGenLLVM:
             old_ring = st.ring_lets.pop(s.name, _ABSENT)
             if st.wide_index and isinstance(s.value, BinOp) and s.value.op in _RING and s.value.type == I32:
                 st.ring_lets[s.name] = self._ring_let(st, s.value, v)
-            self.stmt(st, s.body)
+            k = self.let_residue_split(st, s, v)
+            if k is None:
+                self.stmt(st, s.body)
+            else:
+                self.by_residue(st, v.base, k, lambda: self.stmt(st, s.body))
             st.ring_lets.pop(s.name, None)
             if old_ring is not _ABSENT:
                 st.ring_lets[s.name] = old_ring
@@ -748,6 +752,31 @@ class CodeGenLLVM:
         if k is None or self.known_rem(st, lo, k) is not None:
             return None
         return k if st.copies * k <= self._RESIDUE_COPIES else None
+
+    # Off: interpolate on AVX2 took 3.3% less CPU with it (host 2.8%), but its cold compile
+    # 40% more time and the local Laplacian's 17-20% more, for no gain there (each copy is a
+    # whole vector body; benchmarks/alias_ab.py --switch LET_RESIDUES). Splitting only the
+    # loads, not the arithmetic after them, would keep most of the gain: not built.
+    LET_RESIDUES = False
+
+    def let_residue_split(self, st: _Fn, s: LetStmt, v) -> int | None:
+        """k where a let of the vectorized loop, a ramp of a stride not a multiple of k, is
+        divided by k in its body (`x / 2`, `(x + 1) / 2`: upsampling) and the residue of its
+        first lane mod k is not known: the body is then generated once per residue of it
+        (by_residue, a switch per vector that always takes the same arm where the ramp's
+        start moves by a multiple of k), and in each copy `x / k` is a known shift of one
+        base (x / 2 and (x + 1) / 2 of an even x read one vector: cpu's _ramp_binop)."""
+        if not self.LET_RESIDUES or not isinstance(v, Ramp) or not isinstance(v.stride, int) \
+                or not isinstance(v.base.type, ir.IntType) or v.base.type.width != 32:
+            return None
+        memo = self._residue_memo
+        got = memo.get(id(s))
+        if got is None or got[0] is not s:
+            got = memo[id(s)] = (s, _divided_by(s.body, s.name))
+        k = got[1]
+        if k is None or v.stride % k == 0 or self.known_rem(st, v.base, k) is not None:
+            return None
+        return k if st.copies == 1 else None
 
     def per_residue(self, st: _Fn, s: For, gen) -> None:
         """gen(first value of loop s), once per residue of it where residue_split says so."""
@@ -1452,6 +1481,30 @@ def _varies(e: Expr, var: str, written: set, memo: dict) -> bool:
         memo[id(n)] = (isinstance(n, Var) and n.name == var) or (isinstance(n, Load) and n.buffer in written) \
             or (isinstance(n, Intrinsic) and n.name == "print") or any(memo[id(c)] for c in n.children())
     return memo[id(e)]
+
+
+def _divided_by(body: Stmt, name: str) -> int | None:
+    """The largest k in (2, 4) such that body divides `name` or `name ± c` (c a constant) by
+    k; None: nothing does."""
+    best = None
+
+    def var_plus_const(x: Expr) -> bool:
+        if isinstance(x, Var):
+            return x.name == name
+        return isinstance(x, BinOp) and x.op in ("+", "-") and _const_int(x.b) is not None and var_plus_const(x.a)
+    seen: set = set()
+    todo = [body]
+    while todo:
+        x = todo.pop()
+        for e in own_exprs(x):
+            for n in walk(e):
+                if id(n) in seen:
+                    continue
+                seen.add(id(n))
+                if isinstance(n, BinOp) and n.op == "/" and (k := _const_int(n.b)) in (2, 4) and var_plus_const(n.a):
+                    best = max(best or 0, k)
+        todo.extend(children(x))
+    return best
 
 
 def _residue_tested(s: For) -> int | None:

@@ -29,6 +29,9 @@ ERR_BOUND_DIRECTIVE = 3
 ERR_OUT_OF_MEMORY = 4
 ERR_BAD_BUFFER = 5
 ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
+# sliding windows of varying height bounded by a constant are folded too (slide; a switch
+# for benchmarks/alias_ab.py)
+BOUNDED_FOLDS = True
 ERR_FOLD_TOO_SMALL = 10         # a fold_storage factor under the rows a sliding window holds
 ERR_FLOAT_COORDINATE = 11       # a coordinate computed through floats may be NaN or beyond +-2^30
 
@@ -104,6 +107,13 @@ def monotonic(e: Expr, y: str) -> int | None:
                 go(n.t) == 1 and go(n.f) == 1:
             # a slid window's start, select(y <= first, lo, max(lo, …)): never below lo,
             # which never goes down, and then moving up
+            return 1
+        if isinstance(n, Select) and isinstance(n.cond, BinOp) and n.cond.op == "<=" and \
+                isinstance(n.cond.a, Var) and n.cond.a.name == y and y not in free_vars(n.cond.b) and \
+                go(n.t) in (0, 1) and go(n.f) in (0, 1) and (k := diff_upper(n.t, n.f)) is not None and k <= 0:
+            # the same where the simplifier has resolved the max (select(y <= first, lo, lo + 1)
+            # from an upsampling consumer's slid start): two arms that never go down, the later
+            # never below the earlier
             return 1
         return None
     return go(e)
@@ -632,9 +642,15 @@ class LoopBuilder:
         region[d][0] = simplify(Select(first, lo, simplify(BinOp("max", lo, add(prev, I(1)), I32)), I32))
         window = simplify(add(sub(hi, lo), I(1)))
         self.slid_window = window
-        # (the automatic fold keeps to windows of constant height whose end provably moves
-        # forward too; fold_storage(v, n) needs neither, see fold_check)
-        return (d, window) if isinstance(window, Const) and forward else (d, None)
+        # (the automatic fold keeps to windows of at most a constant height whose end provably
+        # moves forward too; fold_storage(v, n) needs neither, see fold_check)
+        if not isinstance(window, Const) and BOUNDED_FOLDS:
+            # a window of varying height bounded by a constant (an upsampling consumer's rows
+            # y / 2 .. (y + 1) / 2: 1 or 2): the largest is all the storage needs at once (the
+            # induction of fold_check holds for any n at least the window)
+            most = diff_upper(hi, lo)
+            window = I(most + 1) if most is not None and most >= 0 else None
+        return (d, window) if window is not None and forward else (d, None)
 
     def fold_check(self, f: Func, dim: int) -> Stmt:
         """fold_storage(v, n): the rows of f's window (what its consumers read in one iteration
@@ -896,6 +912,49 @@ def fix_extents(stmt: Stmt, deferred: dict[str, tuple]) -> Stmt:
             return s
         return with_children(s, new)
     return visit(stmt, {}, {}) if deferred else stmt
+
+
+def diff_upper(h: Expr, l: Expr, depth: int = 0) -> int | None:
+    """A constant that h - l never exceeds, or None (i32 expressions that share their
+    moving parts: a sliding window's end and start). Floor division by a positive constant
+    keeps a bound: floor(a / n) - floor(b / n) <= ceil((a - b) / n) (floor(x + y) <=
+    floor(x) + ceil(y)); a min in h, a max in l or a select in either bounds by its operands;
+    min against min and max against max by the pairwise differences."""
+    if depth > 24:
+        return None
+    d = simplify(sub(h, l))
+    if isinstance(d, Const):
+        return int(d.value)
+    nxt = depth + 1
+
+    def best(*vals):
+        vals = [v for v in vals if v is not None]
+        return min(vals) if vals else None
+
+    def worst(*vals):
+        return None if any(v is None for v in vals) else max(vals)
+    if isinstance(h, BinOp) and h.op in ("+", "-") and isinstance(h.b, Const):
+        r = diff_upper(h.a, l, nxt)
+        return None if r is None else r + int(h.b.value) * (1 if h.op == "+" else -1)
+    if isinstance(l, BinOp) and l.op in ("+", "-") and isinstance(l.b, Const):
+        r = diff_upper(h, l.a, nxt)
+        return None if r is None else r - int(l.b.value) * (1 if l.op == "+" else -1)
+    if isinstance(h, Select):
+        return worst(diff_upper(h.t, l, nxt), diff_upper(h.f, l, nxt))
+    if isinstance(l, Select):
+        return worst(diff_upper(h, l.t, nxt), diff_upper(h, l.f, nxt))
+    if (isinstance(h, BinOp) and isinstance(l, BinOp) and h.op == l.op == "/" and isinstance(h.b, Const)
+            and isinstance(l.b, Const) and int(h.b.value) == int(l.b.value) > 0):
+        r = diff_upper(h.a, l.a, nxt)
+        return None if r is None else -(-r // int(h.b.value))
+    pair = None
+    if isinstance(h, BinOp) and isinstance(l, BinOp) and h.op == l.op and h.op in ("min", "max"):
+        pair = worst(diff_upper(h.a, l.a, nxt), diff_upper(h.b, l.b, nxt))
+    if isinstance(h, BinOp) and h.op == "min":
+        return best(pair, diff_upper(h.a, l, nxt), diff_upper(h.b, l, nxt))
+    if isinstance(l, BinOp) and l.op == "max":
+        return best(pair, diff_upper(h, l.a, nxt), diff_upper(h, l.b, nxt))
+    return pair
 
 
 def _widest(ext: Expr) -> Const | None:

@@ -149,10 +149,18 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                         fs.stages[k] = [Directive("vectorize", [v, lanes]), Directive("reorder", order)]
 
         slides = fs.store != fs.compute and level.kind == "at"
-        # a reshaped producer computes past its window (rounded-up splits): folding its
-        # storage could overwrite rows still to be read, so it is only folded when unsplit
-        foldable = not any(d.name in ("split", "tile", "fuse", "vectorize", "unroll", "parallel", "gpu_tile")
-                           for d in fs.stages.get(-1, []))
+        # a producer reshaped along the folded dim may compute past its window (rounded-up
+        # splits): folding its storage could overwrite rows still to be read, so the fold's
+        # dim is folded only when no loop of it is split (x may be: vectorize(x, 8) computes
+        # the window's rows and no others)
+        reshaping = [d for d in fs.stages.get(-1, [])
+                     if d.name in ("split", "tile", "fuse", "vectorize", "unroll", "parallel", "gpu_tile")]
+
+        def foldable(dim, f=f, reshaping=reshaping):
+            from hdsl.lower import loops
+            if not loops.BOUNDED_FOLDS:
+                return not reshaping
+            return not any(f.args[dim] in d.args for d in reshaping)
         explicit = explicit_fold(f, fs) if fs.folds else None
         if explicit is not None:
             lb.fold_checks[id(f)] = explicit
@@ -182,7 +190,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
             stmt, _ = inject_at_loop(stmt, site, compute)
         if fs.store != fs.compute and fs.compute.kind != "innermost":
             # a sliding window whose footprint is a fixed number of slices is folded
-            fold = lb.slid if foldable else None
+            fold = lb.slid if lb.slid is not None and foldable(lb.slid[0]) else None
             if explicit is not None:
                 fold = (explicit[0], None, explicit[1])
             st = fs.store
