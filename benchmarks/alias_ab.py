@@ -3,10 +3,13 @@ buffer's TBAA tag, the allocator's memory attributes), both compiled in this pro
 run interleaved: median wall and CPU ms per run (HDSL_NUM_THREADS=1 makes the CPU time the
 work itself, the measure to trust on a loaded machine) (issue 22). --switch SHARE_TASKS
 compares the same way with and without shared task functions (CodeGenCPU.SHARE_TASKS: loop
-nests that are the same up to names compiled once, serial ones outlined).
+nests that are the same up to names compiled once, serial ones outlined). --switch
+REQUIRED_REGIONS: with and without LoopBuilder.REQUIRED_REGIONS (the producers of rounded-up
+stages computed over what the stages' regions need, as Halide's RoundUp, or over their
+rounded loops).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
-                                  [--switch ALIAS_INFO|SHARE_TASKS]
+                                  [--switch ALIAS_INFO|SHARE_TASKS|REQUIRED_REGIONS]
 """
 from __future__ import annotations
 
@@ -28,8 +31,11 @@ def main(argv=None):
     ap.add_argument("--apps", default="local_laplacian,camera_pipe,interpolate,bilateral_grid,unsharp")
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS"), default="ALIAS_INFO")
+    ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "REQUIRED_REGIONS"), default="ALIAS_INFO")
     a = ap.parse_args(argv)
+    owner = CodeGenCPU
+    if a.switch == "REQUIRED_REGIONS":
+        from hdsl.lower.loops import LoopBuilder as owner
     import hdsl
     for app in a.apps.split(","):
         case = bench.CASES[app](False) if a.target == "host" else bench.CASES[app](False, target=a.target)
@@ -42,9 +48,9 @@ def main(argv=None):
         cell = call.__closure__
         forms = {}
         for flag in (False, True):
-            setattr(CodeGenCPU, a.switch, flag)
+            setattr(owner, a.switch, flag)
             forms[flag] = hdsl.load(path).compile(a.target, use_cache=False)
-        setattr(CodeGenCPU, a.switch, True)
+        setattr(owner, a.switch, True)
         kw = [c.cell_contents for c in cell if isinstance(c.cell_contents, dict)][0]
         out = [c.cell_contents for c in cell if not isinstance(c.cell_contents, dict)
                and not hasattr(c.cell_contents, "realize_into")][0]
