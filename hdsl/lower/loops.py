@@ -449,7 +449,7 @@ class LoopBuilder:
         self.region_clamps: dict[str, tuple[Expr, Expr]] = {}   # see strip_region_clamps
         # let name -> (bounds-only value, loops): the regions stages need, not what their
         # rounded-up loops touch (lower/symbolic.py, Required)
-        self.required_alt: dict[str, tuple[Expr, frozenset]] = {}
+        self.required_alt: dict = {}
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -648,7 +648,7 @@ class LoopBuilder:
                     continue
                 lo, hi = simplify(lo), simplify(hi)
                 if lo != simplify(region[dim][0]) or hi != simplify(region[dim][1]):
-                    self.required_alt[f"{f.name}.s0.{a}"] = ((lo, hi), loops)
+                    self.required_alt[("range", f"{f.name}.s0.{a}")] = ((lo, hi), loops)
         for dim, a in enumerate(f.args):
             ext = simplify(add(sub(region[dim][1], region[dim][0]), I(1)))
             if isinstance(ext, Const):

@@ -516,12 +516,13 @@ class Required:
     region needs, not over its rounded loops; its extra lanes read their producers' storage,
     which covers every point the loops touch, and are never used).
 
-    alt: name -> (fact, loops), taken where every loop of `loops` lies inside the walked
-    statement: a let's bounds-only value (a rounded-up split's point clamped to its region's
-    end, where the split's outer loop is walked: within one iteration of it, the stage
-    computes a whole tile, and so must its producers computed there), or a (lo, hi) range
-    that a Func's coordinate (a loop's var or a let) is clamped to (a Func computed per
-    tile of a rounded-up stage: the part of the tile that the stage's region needs).
+    alt: key -> (fact, loops), taken where every loop of `loops` lies inside the walked
+    statement: for a let's name, its bounds-only value (a rounded-up split's point clamped
+    to its region's end, where the split's outer loop is walked: within one iteration of
+    it, the stage computes a whole tile, and so must its producers computed there); for
+    ("range", name), a (lo, hi) range that a Func's coordinate (a loop's var or a let) is
+    clamped to (a Func computed per tile of a rounded-up stage: the part of the tile that
+    the stage's region needs).
     force: take every fact whatever the loops (what a producer computed inside such a tile
     needs for the stage's region alone, kept for walks from further out); `outside` then
     collects the loops of the facts taken that way. used: set when any fact was taken;
@@ -559,8 +560,8 @@ def _walk(s: Stmt, target, dims, scope, reads, writes, known=None, req=None, ins
             return None
         lo = simplify(s.min)
         hi = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
-        fact = req.take(s.var, inside) if req is not None else None
-        if isinstance(fact, tuple):
+        fact = req.take(("range", s.var), inside) if req is not None else None
+        if fact is not None:
             lo, hi = simplify(BinOp("max", lo, fact[0], I32)), simplify(BinOp("min", hi, fact[1], I32))
         return _eliminate(inner, s.var, (lo, hi))
     if isinstance(s, LetStmt):
@@ -568,11 +569,12 @@ def _walk(s: Stmt, target, dims, scope, reads, writes, known=None, req=None, ins
         inner = _walk(s.body, target, dims, scope, reads, writes, known, req, inside)
         if s.value.type == I32:
             value = s.value
-            fact = req.take(s.name, inside) if req is not None and inner is not None else None
-            if isinstance(fact, tuple):
-                value = simplify(BinOp("max", BinOp("min", value, fact[1], I32), fact[0], I32))
-            elif fact is not None:
-                value = fact
+            if req is not None and inner is not None:
+                alt = req.take(s.name, inside)
+                value = value if alt is None else alt
+                fact = req.take(("range", s.name), inside)
+                if fact is not None:
+                    value = simplify(BinOp("max", BinOp("min", value, fact[1], I32), fact[0], I32))
             inner = _eliminate(inner, s.name, None, exact=value)
         else:
             inner = _eliminate(inner, s.name, expr_bounds(s.value, scope))

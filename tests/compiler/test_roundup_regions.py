@@ -121,6 +121,15 @@ SCHEDULES = {
     q.compute_at(out, yi).store_at(out, yo).vectorize(x, 8, round_up)
     p.compute_at(out, yi).store_at(out, yo).vectorize(x, 8)
 }""",
+    # the Funcs computed per tile of c rounded up themselves (t by 4 within c's 16)
+    "nested": """{
+    out.split(y, yo, yi, 8).vectorize(x, 8)
+    c.compute_at(out, yi).store_at(out, yo).tile(x, y, x, y, xi, yi, 16, 2, round_up).vectorize(xi).unroll(yi)
+    g.compute_at(c, x).vectorize(x, 8, round_up).unroll(y)
+    t.compute_at(c, x).vectorize(x, 4, round_up)
+    q.compute_at(out, yi).store_at(out, yo).vectorize(x, 8, round_up)
+    p.compute_at(out, yi).store_at(out, yo).vectorize(x, 8)
+}""",
 }
 
 
