@@ -432,7 +432,7 @@ def bound_func_index(outputs: list[Func], f: Func) -> int:
 class LoopBuilder:
     # Producers of rounded-up stages computed over what the stages' regions need (Halide's
     # RoundUp), not over their rounded loops; False: over the loops (for A/B measurements,
-    # benchmarks/camera_pipe_side_by_side.py --required-ab)
+    # benchmarks/alias_ab.py --switch REQUIRED_REGIONS)
     REQUIRED_REGIONS = True
 
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
