@@ -297,14 +297,18 @@ class _StageShape:
         from hdsl.ir.expr import free_vars
         lets = dict(self.lets)
         loops = {self.internal[u] for u in self.dims}
-
-        def made_of(v: str, seen=()) -> frozenset:
-            if v in loops:
-                return frozenset((v,))
-            if v not in lets or v in seen:
-                return frozenset()
-            return frozenset().union(*(made_of(w, seen + (v,)) for w in free_vars(lets[v]) if w in lets or w in loops))
-        return {name: (clamped, made_of(outer)) for name, (clamped, outer) in self.roundup.items()}
+        out = {}
+        for name, (clamped, outer) in self.roundup.items():
+            found, todo, seen = set(), [outer], set()
+            while todo:                 # (a loop, not a recursive closure: no reference cycle)
+                v = todo.pop()
+                if v in loops:
+                    found.add(v)
+                elif v in lets and v not in seen:
+                    seen.add(v)
+                    todo += [w for w in free_vars(lets[v]) if w in lets or w in loops]
+            out[name] = (clamped, frozenset(found))
+        return out
 
     def nest(self, body: Stmt) -> Stmt:
         for g in reversed(self.guards):
