@@ -6,12 +6,15 @@ compares the same way with and without shared task functions (CodeGenCPU.SHARE_T
 nests that are the same up to names compiled once, serial ones outlined); IN_LANE_PICKS
 (strided loads picked within 128-bit halves on AVX2, gather_groups.pick),
 SHARE_STRIDED_AVX2 (strided taps sharing their dense vectors on AVX2 too; off: it measured
-1-2% slower on interpolate) and BOUNDED_FOLDS (hdsl.lower.loops: sliding windows of
+1-2% slower on interpolate), BOUNDED_FOLDS (hdsl.lower.loops: sliding windows of
 varying height bounded by a constant, and windows of producers split along another dim,
-folded).
+folded) and REQUIRED_REGIONS (LoopBuilder.REQUIRED_REGIONS: the producers of rounded-up
+stages computed over what the stages' regions need, as Halide's RoundUp, or over their
+rounded loops).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
-                                  [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|BOUNDED_FOLDS]
+                                  [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|
+                                            BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS]
 """
 from __future__ import annotations
 
@@ -34,11 +37,13 @@ def main(argv=None):
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
-                                         "BOUNDED_FOLDS", "LET_RESIDUES"), default="ALIAS_INFO")
+                                         "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS"),
+                    default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl.lower.loops
-    # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS)
-    owner = hdsl.lower.loops if a.switch == "BOUNDED_FOLDS" else CodeGenCPU
+    # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS and REQUIRED_REGIONS)
+    owner = {"BOUNDED_FOLDS": hdsl.lower.loops,
+             "REQUIRED_REGIONS": hdsl.lower.loops.LoopBuilder}.get(a.switch, CodeGenCPU)
     import hdsl
     for app in a.apps.split(","):
         case = bench.CASES[app](False) if a.target == "host" else bench.CASES[app](False, target=a.target)
@@ -50,10 +55,11 @@ def main(argv=None):
         call = hd.run
         cell = call.__closure__
         forms = {}
+        default = getattr(owner, a.switch)
         for flag in (False, True):
             setattr(owner, a.switch, flag)
             forms[flag] = hdsl.load(path).compile(a.target, use_cache=False)
-        setattr(owner, a.switch, True)
+        setattr(owner, a.switch, default)
         kw = [c.cell_contents for c in cell if isinstance(c.cell_contents, dict)][0]
         out = [c.cell_contents for c in cell if not isinstance(c.cell_contents, dict)
                and not hasattr(c.cell_contents, "realize_into")][0]

@@ -21,7 +21,7 @@ from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse,
                           own_exprs, with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.inline import Definitions
-from hdsl.lower.symbolic import box_of, expr_bounds
+from hdsl.lower.symbolic import Required, box_of, expr_bounds
 
 ERR_INPUT_BOUNDS = 1
 ERR_OUTPUT_BOUNDS = 2
@@ -189,6 +189,9 @@ class _StageShape:
         self.shift_outer: dict[str, int] = {}     # outer loops of shift_inwards splits -> factor
         # let name -> (value with the region-end clamp, value without): see strip_region_clamps
         self.region_clamps: dict[str, tuple[Expr, Expr]] = {}
+        # rounded-up splits: let name -> (its point clamped to the region's end, the outer
+        # loop var); see required_values
+        self.roundup: dict[str, tuple[Expr, str]] = {}
 
     def fresh(self, user: str) -> str:
         n = self.versions.get(user, 0)
@@ -263,6 +266,11 @@ class _StageShape:
             self.lets.append((old, point))
             return
         value = add(lo, add(base, V(inner)))
+        if tail == "roundup":
+            # the points past the region's end are computed (from whatever their producers'
+            # storage holds there) but never used: the region the stage needs of its
+            # producers ends with its own (lower/symbolic.py, Required)
+            self.roundup[old] = (simplify(BinOp("min", value, sub(add(lo, ext), I(1)), I32)), outer)
         if tail == "guard":
             # the guard skips the points past the end; the clamp (a no-op where the guard
             # holds) lets bounds inference see that nothing past the end is touched
@@ -289,6 +297,28 @@ class _StageShape:
         positions = sorted(self.dims.index(n) for n in names)
         for p, n in zip(positions, names):
             self.dims[p] = n
+
+    def required_values(self) -> dict[str, tuple[Expr, frozenset]]:
+        """For Required: each rounded-up split's let -> (its point clamped to the region's
+        end, the loops its outer var is made of: that loop itself, or the loops of later
+        splits and fuses of it, through their lets)."""
+        if not self.roundup:
+            return {}
+        from hdsl.ir.expr import free_vars
+        lets = dict(self.lets)
+        loops = {self.internal[u] for u in self.dims}
+        out = {}
+        for name, (clamped, outer) in self.roundup.items():
+            found, todo, seen = set(), [outer], set()
+            while todo:                 # (a loop, not a recursive closure: no reference cycle)
+                v = todo.pop()
+                if v in loops:
+                    found.add(v)
+                elif v in lets and v not in seen:
+                    seen.add(v)
+                    todo += [w for w in free_vars(lets[v]) if w in lets or w in loops]
+            out[name] = (clamped, frozenset(found))
+        return out
 
     def nest(self, body: Stmt) -> Stmt:
         for g in reversed(self.guards):
@@ -414,6 +444,11 @@ def bound_func_index(outputs: list[Func], f: Func) -> int:
 
 
 class LoopBuilder:
+    # Producers of rounded-up stages computed over what the stages' regions need (Halide's
+    # RoundUp), not over their rounded loops; False: over the loops (for A/B measurements,
+    # benchmarks/alias_ab.py --switch REQUIRED_REGIONS)
+    REQUIRED_REGIONS = True
+
     def __init__(self, defs: dict[int, Definitions], scheds: dict[int, FuncSchedule], outputs: list[Func]):
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
         self.slid = None        # (dim, window) of the last sliding-window rewrite
@@ -426,6 +461,9 @@ class LoopBuilder:
         # (an inline reduction computed per vector: 8 points, so its loops split without a tail)
         self.const_extent: dict[tuple[int, str], Expr] = {}
         self.region_clamps: dict[str, tuple[Expr, Expr]] = {}   # see strip_region_clamps
+        # let name -> (bounds-only value, loops): the regions stages need, not what their
+        # rounded-up loops touch (lower/symbolic.py, Required)
+        self.required_alt: dict = {}
 
     # ---------------------------------------------------------------- one Func's production
     def stage_nest(self, f: Func, stage: int) -> Stmt:
@@ -478,6 +516,7 @@ class LoopBuilder:
             self.shifted |= {(k, f.args.index(v), n) for v, n in shape.shifted}
         self.deferred.update(shape.deferred)
         self.region_clamps.update(shape.region_clamps)
+        self.required_alt.update(shape.required_values())
         return shape.nest(body)
 
     def expandable(self, f: Func, dims: frozenset) -> bool:
@@ -546,7 +585,30 @@ class LoopBuilder:
                         boxes.append([expr_bounds(a, scope) for a in n.args])
         return boxes
 
-    def wrap_compute(self, f: Func, body: Stmt, required, slide: For | None = None) -> Stmt:
+    def required_region(self, f: Func, body: Stmt, seen: dict):
+        """The region of f that body's stages need: (required, outer). The stages' rounded-up
+        splits count only up to their regions' ends (Required), where body holds their
+        outer loops; inside one of them (f computed per tile of a rounded-up stage) f
+        computes the whole tile. outer: for the latter, (box, loops): the region f needs for
+        the stage's own region alone, which walks from outside those loops take (see
+        wrap_compute), or None. seen: box_of's record of what the stages touch, for f's
+        storage (LoopBuilder.realize), which covers every point the loops touch."""
+        if not self.required_alt or not self.REQUIRED_REGIONS:
+            return box_of(body, f, f.dims, reads=True, writes=False, record=seen), None
+        req = Required(self.required_alt)
+        touched: dict = {}
+        required = box_of(body, f, f.dims, reads=True, writes=False, record=touched, required=req)
+        if not req.used:
+            seen.update(touched)
+        outer = None
+        if req.skipped and required is not None:
+            forced = Required(self.required_alt, force=True)
+            box = box_of(body, f, f.dims, reads=True, writes=False, required=forced)
+            if forced.outside:
+                outer = (box, frozenset(forced.outside))
+        return required, outer
+
+    def wrap_compute(self, f: Func, body: Stmt, required, slide: For | None = None, outer=None) -> Stmt:
         """Lets for f's region around (production of f; body).
 
         With `slide` (a serial loop between f's storage and its computation), the
@@ -589,6 +651,18 @@ class LoopBuilder:
             self.slid = self.slide(f, region, slide)
             if id(f) in self.fold_checks and self.slid is not None:
                 checks.append(self.fold_check(f, self.slid[0]))
+        if outer is not None and slide is None and not self.defs[id(f)].updates:
+            # computed per tile of a rounded-up stage: walks from outside the tile's loops take
+            # the region that the stage's own region needs (required_region)
+            # the region that the stage's own region needs, a clamp of f's coordinates
+            box, loops = outer
+            for dim, a in enumerate(f.args):
+                lo, hi = box[dim]
+                if a in fs.bounds or lo is None or hi is None:
+                    continue
+                lo, hi = simplify(lo), simplify(hi)
+                if lo != simplify(region[dim][0]) or hi != simplify(region[dim][1]):
+                    self.required_alt[("range", f"{f.name}.s0.{a}")] = ((lo, hi), loops)
         for dim, a in enumerate(f.args):
             ext = simplify(add(sub(region[dim][1], region[dim][0]), I(1)))
             if isinstance(ext, Const):

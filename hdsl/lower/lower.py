@@ -170,12 +170,12 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         seen: dict = {}
 
         def compute(body, loop=None, f=f, slides=slides, explicit=explicit, seen=seen):
-            required = box_of(body, f, f.dims, reads=True, writes=False, record=seen)
+            required, outer = lb.required_region(f, body, seen)
             if required is None:
                 return body
             slide = loop if slides and loop is not None and loop.kind == "serial" else None
             lb.slid = None
-            out = lb.wrap_compute(f, body, required, slide)
+            out = lb.wrap_compute(f, body, required, slide, outer)
             if explicit is not None and lb.slid is None:
                 dim, n, d = explicit
                 raise HdslError(f"fold_storage({f.args[dim]}, {n}): the storage of '{f.name}' does not slide "

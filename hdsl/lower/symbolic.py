@@ -406,7 +406,7 @@ class _Box:
 
 
 def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True, writes=True,
-           record: dict | None = None, known: dict | None = None):
+           record: dict | None = None, known: dict | None = None, required: "Required | None" = None):
     """The (lo, hi) per dim of `target` touched in stmt; None if not touched.
 
     record: a dict that keeps what was found in stmt and, for a Block, in each of its
@@ -421,16 +421,19 @@ def box_of(stmt: Stmt, target, dims: int, scope: dict | None = None, reads=True,
     (exact), a loop by bounding over its range. Keeping lets symbolic until
     then preserves the correlation between a region's min and max (a split
     loop's footprint `min + ((max - min + n) / n) * n` simplifies to about
-    `max + n` instead of the difference of two unrelated intervals)."""
+    `max + n` instead of the difference of two unrelated intervals).
+
+    required: the region the points a stage must compute need (Required), instead of what
+    its loops touch: the lets that Required names take their bounds-only values."""
     scope = dict(scope or {})
     if record is not None and isinstance(stmt, Block):
         box = None
         for x in stmt.stmts:
-            got = _walk(x, target, dims, scope, reads, writes, known)
+            got = _walk(x, target, dims, scope, reads, writes, known, required)
             record[id(x)] = (x, got.copy() if got is not None else None)
             box = _union(box, got)
     else:
-        box = _walk(stmt, target, dims, scope, reads, writes, known)
+        box = _walk(stmt, target, dims, scope, reads, writes, known, required)
     if record is not None:
         record[id(stmt)] = (stmt, box.copy() if box is not None else None)
     if box is None:
@@ -507,38 +510,88 @@ def _mentions(e: Expr, name: str) -> bool:
     return name in free_vars(e)
 
 
-def _walk(s: Stmt, target, dims, scope, reads, writes, known=None):
+class Required:
+    """Bounds-only facts, for the region a Func must compute (Halide's rule for
+    TailStrategy::RoundUp: a rounded-up stage's producers are computed over what the stage's
+    region needs, not over its rounded loops; its extra lanes read their producers' storage,
+    which covers every point the loops touch, and are never used).
+
+    alt: key -> (fact, loops), taken where every loop of `loops` lies inside the walked
+    statement: for a let's name, its bounds-only value (a rounded-up split's point clamped
+    to its region's end, where the split's outer loop is walked: within one iteration of
+    it, the stage computes a whole tile, and so must its producers computed there); for
+    ("range", name), a (lo, hi) range that a Func's coordinate (a loop's var or a let) is
+    clamped to (a Func computed per tile of a rounded-up stage: the part of the tile that
+    the stage's region needs).
+    force: take every fact whatever the loops (what a producer computed inside such a tile
+    needs for the stage's region alone, kept for walks from further out); `outside` then
+    collects the loops of the facts taken that way. used: set when any fact was taken;
+    skipped: when one was not, its loops not all walked."""
+
+    def __init__(self, alt: dict, force: bool = False):
+        self.alt, self.force = alt, force
+        self.outside: set = set()
+        self.used = False
+        self.skipped = False
+
+    def take(self, name: str, inside: frozenset):
+        hit = self.alt.get(name)
+        if hit is None:
+            return None
+        fact, loops = hit
+        if not loops <= inside:
+            if not self.force:
+                self.skipped = True
+                return None
+            self.outside |= loops - inside
+        self.used = True
+        return fact
+
+
+def _walk(s: Stmt, target, dims, scope, reads, writes, known=None, req=None, inside=frozenset()):
     if known is not None:
         hit = known.get(id(s))
         if hit is not None and hit[0] is s:
             return hit[1].copy() if hit[1] is not None else None
     if isinstance(s, For):
-        inner = _walk(s.body, target, dims, scope, reads, writes, known)
+        inner = _walk(s.body, target, dims, scope, reads, writes, known, req,
+                      inside | {s.var} if req is not None else inside)
         if inner is None:
             return None
-        last = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
-        return _eliminate(inner, s.var, (simplify(s.min), last))
+        lo = simplify(s.min)
+        hi = simplify(BinOp("-", BinOp("+", s.min, s.extent, I32), Const(I32, 1), I32))
+        fact = req.take(("range", s.var), inside) if req is not None else None
+        if fact is not None:
+            lo, hi = simplify(BinOp("max", lo, fact[0], I32)), simplify(BinOp("min", hi, fact[1], I32))
+        return _eliminate(inner, s.var, (lo, hi))
     if isinstance(s, LetStmt):
         box = _calls_box(s.value, target, dims, scope) if reads else None
-        inner = _walk(s.body, target, dims, scope, reads, writes, known)
+        inner = _walk(s.body, target, dims, scope, reads, writes, known, req, inside)
         if s.value.type == I32:
-            inner = _eliminate(inner, s.name, None, exact=s.value)
+            value = s.value
+            if req is not None and inner is not None:
+                alt = req.take(s.name, inside)
+                value = value if alt is None else alt
+                fact = req.take(("range", s.name), inside)
+                if fact is not None:
+                    value = simplify(BinOp("max", BinOp("min", value, fact[1], I32), fact[0], I32))
+            inner = _eliminate(inner, s.name, None, exact=value)
         else:
             inner = _eliminate(inner, s.name, expr_bounds(s.value, scope))
         return _union(box, inner)
     if isinstance(s, Block):
         box = None
         for x in s.stmts:
-            box = _union(box, _walk(x, target, dims, scope, reads, writes, known))
+            box = _union(box, _walk(x, target, dims, scope, reads, writes, known, req, inside))
         return box
     if isinstance(s, IfThenElse):
         box = _calls_box(s.cond, target, dims, scope) if reads else None
-        box = _union(box, _walk(s.then, target, dims, scope, reads, writes, known))
+        box = _union(box, _walk(s.then, target, dims, scope, reads, writes, known, req, inside))
         if s.otherwise is not None:
-            box = _union(box, _walk(s.otherwise, target, dims, scope, reads, writes, known))
+            box = _union(box, _walk(s.otherwise, target, dims, scope, reads, writes, known, req, inside))
         return box
     if isinstance(s, Realize):
-        return _walk(s.body, target, dims, scope, reads, writes, known)
+        return _walk(s.body, target, dims, scope, reads, writes, known, req, inside)
     if isinstance(s, Provide):
         box = None
         if writes and s.func is target:

@@ -364,8 +364,10 @@ def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
     unrolled), so that P's rows of a step, which read the same rows of the half-resolution
     planes (y / k), are computed together; the named Funcs inlined between P and U (the
     colour correction) are computed per vector too. U's tiles are rounded up (a constant
-    vector for P), so only where U and all it reads may be computed past their region: no
-    updates, inputs read through a boundary condition.
+    vector for P), so only where U and what is computed in its tiles may be computed past
+    their region (`_tile_reads_in_bounds`: no updates, the inputs they read themselves read
+    through a boundary condition; what is computed outside the tiles is computed only over
+    what U's region needs, as Halide's RoundUp).
     camera_pipe at 2560x1920, interleaved at loads 4-13: 1.36-1.47x of the hand-written
     schedule's time without this rule (and `_arm_weights`), 1.07-1.09x with it; the colour
     correction left inlined: +10%; U's tiles one row high: +5-9%; U's channels outside its
@@ -380,11 +382,13 @@ def per_vector(p: Pipeline, stages: dict[int, _Stage]) -> None:
         if len(users) != 1:
             continue
         u = stages[id(users[0])]
-        if u.choice != "at" or u.at[0] is not site.f or u.f.updates or len(_large_dims(u)) < 2 \
-                or not _expandable(u.f, stages, frozenset(u.f.args[d] for d in _large_dims(u)[:2])):
+        if u.choice != "at" or u.at[0] is not site.f or u.f.updates or len(_large_dims(u)) < 2:
             continue
         between = _between(f, u.f, stages)
         if not all(_pointwise(stages[id(g)], _reads_through_inlined(g, u.f, stages)) for g in [f] + between):
+            continue
+        if not _tile_reads_in_bounds(u.f, stages, frozenset(u.f.args[d] for d in _large_dims(u)[:2]),
+                                     {id(g) for g in [f] + between}):
             continue
         x = u.f.args[_large_dims(u)[0]]
         u.per_vector = site.strip
@@ -414,16 +418,16 @@ def _between(f: Func, user: Func, stages) -> list[Func]:
     return out
 
 
-def _expandable(f: Func, stages, dims: frozenset | None = None, seen=None) -> bool:
-    """Whether f may be computed past the region its readers need along its vars `dims` (all:
-    None), as a rounded-up tile is: f and the Funcs it reads at coordinates that move with
-    them have no update and are no output, and an input read at such a coordinate is read
-    through a clamp to bounds free of them (a boundary condition), so no read leaves its
-    input (the compiler's own test for a vector past a narrow region, lower/loops.py
-    `expandable`)."""
+def _tile_reads_in_bounds(f: Func, stages, dims: frozenset, inside: set, seen=None) -> bool:
+    """Whether f, computed in rounded-up tiles (past the region its readers need along its vars
+    `dims`), reads no input past its end. As Halide's RoundUp (lower/symbolic.py, Required), a
+    Func computed outside the tiles is computed over what f's region needs, not past it (the
+    tiles' extra lanes read its storage and are never used), so only f and what is computed
+    with it count: the Funcs inlined into it and those computed per tile (`inside`, by id).
+    Those have no update and are no output, and read an input at a coordinate that moves with
+    `dims` only through a clamp to bounds free of them (a boundary condition)."""
     from hdsl.ir.expr import free_vars
     from hdsl.lower.loops import _clamped
-    dims = frozenset(f.args) if dims is None else dims
     seen = set() if seen is None else seen
     if (id(f), dims) in seen:
         return True
@@ -431,9 +435,10 @@ def _expandable(f: Func, stages, dims: frozenset | None = None, seen=None) -> bo
     if f.updates or stages[id(f)].choice == "output":
         return False
     for n in (m for e in (f.values or []) for m in walk(e)):
-        if isinstance(n, FuncCall) and n.func is not f:
+        if isinstance(n, FuncCall) and n.func is not f and \
+                (id(n.func) in inside or stages[id(n.func)].choice in ("inline", "default")):
             moved = frozenset(n.func.args[i] for i, a in enumerate(n.args) if free_vars(a) & dims)
-            if moved and not _expandable(n.func, stages, moved, seen):
+            if moved and not _tile_reads_in_bounds(n.func, stages, moved, inside, seen):
                 return False
         if isinstance(n, InputCall) and any(free_vars(a) & dims and not _clamped(a, dims) for a in n.args):
             return False

@@ -251,6 +251,33 @@ def test_camera_pipe_matches_halide_bit_for_bit(pipe, params, strict):
 
 
 @pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
+def test_camera_pipe_reads_raw_where_the_app_does(target):
+    """raw is read without a boundary condition, as the app reads it (line 412): the
+    schedule's rounded-up vectors and tiles compute past the stages' regions, but their
+    producers only over what the regions need (round_up is Halide's RoundUp), so a W x H
+    output reads raw at x 10 .. W + 21 and y 6 .. H + 17, what the algorithm itself needs
+    (the evaluator's region; the app, 2560 x 1920 from process.cpp's 2592 x 1968 mosaic,
+    reads up to x 2581 and y 1937 in Halide 21). The mosaic cropped to that: the same
+    pixels as from the whole mosaic; a column or row less: the evaluator's error."""
+    raw, m32, m70 = bundled()
+    w, h = out_size(raw)
+    native = hdsl.load(PATH).compile(target)
+    full = native.realize((w, h, 3), raw=raw, matrix_3200=m32, matrix_7000=m70)
+    crop = np.ascontiguousarray(raw[:h + 18, :w + 22])
+    assert np.array_equal(native.realize((w, h, 3), raw=crop, matrix_3200=m32, matrix_7000=m70), full)
+    p = hdsl.load(PATH)
+    for less, what in ((crop[:, :-1], f"x = 10 .. {w + 21}, but the buffer covers x = 0 .. {w + 20}"),
+                       (crop[:-1], f"y = 6 .. {h + 17}, but the buffer covers y = 0 .. {h + 16}")):
+        less = np.ascontiguousarray(less)
+        msgs = []
+        for run in (native.realize, p.realize):
+            with pytest.raises(hdsl.HdslError) as e:
+                run((w, h, 3), raw=less, matrix_3200=m32, matrix_7000=m70)
+            msgs.append(str(e.value).splitlines()[0])
+        assert msgs[0] == msgs[1] == f"error: input 'raw' is read at {what}"
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2"])
 def test_camera_pipe_matches_the_app_scheduled_as_the_app(target):
     """The benchmark's pair: the example (its schedule for the target: the app's, with the
     target's natural vector size) and the peer with the app's own CPU schedule

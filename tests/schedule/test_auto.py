@@ -361,9 +361,12 @@ def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(m
     step (2 rows) high, rounded up, channels innermost (camera_pipe's demosaic and colour
     correction inside its tone curve: Halide's camera_pipe schedule, camera_pipe_generator.cpp
     lines 499-564, `curved.tile(x, y, xi, yi, vec, 2).unroll(yi)`, `demosaiced` and
-    `corrected` at `curved, x`). Without a boundary condition on the input, the rounded-up
-    tiles could read past it: no per-vector placement then; nor where a Func between them is
-    read at a neighbour's coordinates."""
+    `corrected` at `curved, x`). The rounded-up tiles compute past curved's region, but the
+    Funcs computed outside them are computed only over what that region needs (round_up is
+    Halide's RoundUp), so the input needs no boundary condition where only those read it
+    (camera_pipe reads raw raw, as the app does); where a Func computed in the tiles reads
+    the input itself, it does: no per-vector placement then; nor where a Func between them
+    is read at a neighbour's coordinates."""
     import hdsl.schedule.auto as auto
     genes = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)"), "pervec.hl").ir)
     assert re.fullmatch(r"curved\.compute_at\(out, y_i\)\.store_at\(out, y\)\.reorder\(c, x, y\)\.tile\(x, y, x, y, "
@@ -375,7 +378,13 @@ def test_a_strips_pointwise_read_producer_is_computed_per_vector_of_its_reader(m
         assert cam[n][0].startswith(f"{n}.compute_at(curved, x).reorder(c, x, y)")
     assert ".tile(x, y, x, y, x_i, y_i, " in cam["curved"][0]
     bare = auto_genes(hdsl.loads(PERVEC.replace("SHIFTED", "raw(x, y)"), "pervec.hl").ir)
-    assert "tile(" not in bare["curved"][0] and "compute_at(curved" not in bare["dem"][0]
+    assert ".tile(x, y, x, y, x_i, y_i, " in bare["curved"][0] and "compute_at(curved, x)" in bare["dem"][0]
+    # mix, computed in curved's tiles, reads raw itself: its rounded-up lanes would read past it
+    inside = PERVEC.replace("SHIFTED", "raw(x, y)").replace("+ u16(c)", "+ raw(x, y) / 8 + u16(c)")
+    genes = auto_genes(hdsl.loads(inside, "pervec.hl").ir)
+    assert "tile(" not in genes["curved"][0] and "compute_at(curved" not in genes["dem"][0]
+    genes = auto_genes(hdsl.loads(inside.replace("raw(x, y) / 8", "repeat_edge(raw)(x, y) / 8"), "pervec.hl").ir)
+    assert ".tile(x, y, x, y, x_i, y_i, " in genes["curved"][0] and "compute_at(curved, x)" in genes["dem"][0]
     # mix read at x + 1 by curved: its vector would need a neighbour's dem (not per vector)
     shift = PERVEC.replace("SHIFTED", "repeat_edge(raw)(x, y)").replace("mix(x, y, c) / 3", "mix(x + 1, y, c) / 3")
     genes = auto_genes(hdsl.loads(shift, "pervec.hl").ir)
@@ -393,6 +402,28 @@ def test_per_vector_producers_equal_the_evaluator(w, h):
     raw = np.random.default_rng(w).integers(0, 65536, (h, w)).astype(np.uint16)
     c = p.compile("host", schedule="auto")
     assert _equal(c.realize((w, h, 3), raw=raw), p.realize((w, h, 3), raw=raw))
+
+
+@pytest.mark.parametrize("w,h", [(37, 29), (70, 67)])
+def test_per_vector_producers_without_a_boundary_condition(w, h):
+    """The same tiles over raw read bare (per vector all the same): the output where its
+    footprint lies in raw (from (4, 5): den reads two pixels around, lo and hi a pixel more)
+    equals the evaluator's, and native code reads raw along x exactly where the evaluator
+    does (the tiles' extra lanes, up to 31 past the region, are computed from storage that
+    den never wrote there, and read no raw: before, raw was read up to 28 columns further)."""
+    p = hdsl.loads(PERVEC.replace("SHIFTED", "raw(x, y)"), "pervec.hl")
+    assert "compute_at(curved, x)" in auto_genes(p.ir)["dem"][0]
+    raw = np.random.default_rng(w).integers(0, 65536, (h + 10, w + 7)).astype(np.uint16)
+    c = p.compile("host", schedule="auto")
+    want = p.realize((w, h, 3), min=(4, 5, 0), raw=raw)
+    assert _equal(c.realize((w, h, 3), min=(4, 5, 0), raw=raw), want)
+    narrow = np.zeros((h + 10, 3), np.uint16)
+    msgs = []
+    for run in (c.realize, p.realize):
+        with pytest.raises(hdsl.HdslError) as e:
+            run((w, h, 3), min=(4, 5, 0), raw=narrow)
+        msgs.append(str(e.value).splitlines()[0])
+    assert msgs[0] == msgs[1] and "input 'raw' is read at x = 2 .. " in msgs[0]
 
 
 CHANS = """
