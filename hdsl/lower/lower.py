@@ -269,11 +269,32 @@ def _computed_within(f, defs, scheds, loops: set[str]) -> bool:
     return False
 
 
+def _provides_in(s: Stmt):
+    """Every Provide inside s."""
+    from hdsl.ir.stmt import Provide, children
+    todo = [s]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Provide):
+            yield x
+        todo += children(x)
+
+
+def _loop_owner(var: str, names: set) -> str | None:
+    """The Func whose loop `var` is (`<func>.s<stage>.<var>`; Func names may hold dots, the
+    standard library's `smooth.gauss_w`): the longest such name."""
+    best = None
+    for n in names:
+        if var.startswith(n + ".s") and (best is None or len(n) > len(best)):
+            best = n
+    return best
+
+
 def check_uses_in_scope(p: Pipeline, sched: Schedule | None, stmt: Stmt) -> None:
     """Every call of a Func lies inside the loops it is computed in: `g.compute_at(two, y)`
     while `out` also reads g outside two's loops is the user's mistake, said as such."""
     from hdsl.ir.expr import FuncCall, walk
-    from hdsl.ir.stmt import Provide, Realize, children, own_exprs
+    from hdsl.ir.stmt import For, Provide, Realize, children, own_exprs
     outputs = {id(f) for f in p.outputs}
 
     def where(f):
@@ -282,22 +303,53 @@ def check_uses_in_scope(p: Pipeline, sched: Schedule | None, stmt: Stmt) -> None
                 return d.span
         return getattr(f, "span", None)
 
-    def visit(s: Stmt, scope: frozenset, producer):
+    provided: dict[int, frozenset] = {}
+    names = {n.func.name for n in _provides_in(stmt)}
+
+    def provides(s: Stmt) -> frozenset:
+        """Names of the Funcs computed at s's level: a Provide, or a loop of the Func's own
+        (`<func>.s<stage>.<var>`) around its Provides, and not one computed inside another
+        Func's loops (compute_at(k, y) computes d per row of k: d exists for k's loops only)."""
+        hit = provided.get(id(s))
+        if hit is None:
+            if isinstance(s, Provide):
+                hit = frozenset({s.func.name})
+            elif isinstance(s, For) and _loop_owner(s.var, names) is not None:
+                hit = frozenset({_loop_owner(s.var, names)})
+            else:
+                hit = frozenset()
+                for k in children(s):
+                    hit |= provides(k)
+            provided[id(s)] = hit
+        return hit
+
+    # scope: the Funcs stored around s (Realize); computed: those computed before s in a Block
+    # that holds it (or s's own Func, for an update reading it). Both are needed: a Func stored
+    # outside the loop it is computed in (store_root, store_at) is not yet computed where a
+    # consumer outside that loop reads it
+    def visit(s: Stmt, scope: frozenset, computed: frozenset, producer):
         if isinstance(s, Realize):
             scope = scope | {id(s.func)}
         if isinstance(s, Provide):
             producer = s.func
+            computed = computed | {s.func.name}
         for e in own_exprs(s):
             for n in walk(e):
-                if isinstance(n, FuncCall) and id(n.func) not in scope and id(n.func) not in outputs:
+                if isinstance(n, FuncCall) and id(n.func) not in outputs and \
+                        (id(n.func) not in scope or n.func.name not in computed):
                     user = f"'{producer.name}'" if producer is not None else "the pipeline"
                     raise HdslError(f"'{n.func.name}' is used by {user} outside the loops it is computed in",
                                     where(n.func),
                                     f"compute '{n.func.name}' at a loop that encloses every use of it "
                                     "(the consumers' common loop), or compute_root()")
+        if isinstance(s, Block):
+            for k in s.stmts:
+                visit(k, scope, computed, producer)
+                computed = computed | provides(k)
+            return
         for k in children(s):
-            visit(k, scope, producer)
-    visit(stmt, frozenset(), None)
+            visit(k, scope, computed, producer)
+    visit(stmt, frozenset(), frozenset(), None)
 
 
 def bounds_checks(p: Pipeline, stmt: Stmt) -> Stmt:

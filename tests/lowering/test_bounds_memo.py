@@ -89,7 +89,7 @@ input img: i32[2]
 output g: i32[2]
 algorithm {
     f(x, y) = img(x, y) * 3 + 1
-    h(x, y) = f(x, y) * 2
+    h(x, y) = img(x, y) * 2
     g(x, y) = f(x, y) + f(x, y + 1) + h(x, y + 2) + h(x, y)
 }
 schedule {
@@ -103,7 +103,8 @@ schedule {
 def test_flattening_with_one_memo_gives_each_access_its_own_layout(monkeypatch):
     """lower/flatten.py shares one substitution memo across the loop nest: the same loop
     nest as flattening each expression afresh, for a folded Func and a Func stored y first
-    (whose calls are addressed unlike the default layout)."""
+    (whose calls are addressed unlike the default layout). (h reads img, not f: h computed per
+    yo reading f, computed per yi, read f before it was computed; check_uses_in_scope now says so.)"""
     from hdsl.lower import flatten
     texts = {}
     for src, name, schedule in ((FOLDED, "fold.hl", None), (PYRAMID, "pyr.hl", "s")):
