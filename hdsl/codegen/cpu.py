@@ -725,6 +725,11 @@ class CodeGenCPU(CodeGenLLVM):
         mt = llvm_type(t, True)
         lanes = lanes or st.lanes
         v = self.splat(st, v, lanes)
+        if not isinstance(idx, Ramp) and not isinstance(idx.type, ir.VectorType):
+            # (one index for every lane, under a vectorized loop's mask: a scatter to one
+            # address, which stores the active lanes in order, the last one's value kept, as
+            # the loop's iterations would)
+            idx = self.splat(st, idx, lanes)
         if t.is_bool():
             v = b.zext(v, ir.VectorType(I8T, lanes))
         vt = ir.VectorType(mt, lanes)

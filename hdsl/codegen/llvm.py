@@ -555,18 +555,27 @@ class CodeGenLLVM:
             v = self.expr(st, n, keep_ramp=True)     # (cached: the i32 index made it just now)
         return v
 
-    def _wide(self, b, e: Expr, leaf, lets):
+    def _wide(self, b, e: Expr, leaf, lets, limit=None):
+        """e's i64 form, made by b. limit: the instruction b inserts right after, where b is a
+        second builder placed there (_wide_let): a ring let's i64 form made earlier further
+        down that block (at the main builder's place then) does not dominate it, and is made
+        again here."""
         if isinstance(e, Const) and e.type == I32:
             return ir.Constant(I64T, int(e.value))
         if isinstance(e, BinOp) and e.op in _RING and e.type == I32:
-            x = self._wide(b, e.a, leaf, lets)
-            y = self._wide(b, e.b, leaf, lets)
+            x = self._wide(b, e.a, leaf, lets, limit)
+            y = self._wide(b, e.b, leaf, lets, limit)
             return getattr(b, _RING[e.op])(x, y)
         if isinstance(e, Var) and e.name in lets:
             rec = lets[e.name]
             if rec is None:
                 raise _NotWide
-            return self._wide_let(b, rec)
+            w = rec.wide
+            if w is not None and limit is not None and w.parent is limit.parent:
+                block = limit.parent.instructions
+                if block.index(w) > block.index(limit):
+                    return self._wide(b, rec.expr, lambda n: rec.leaves.get(id(n)), rec.lets, limit)
+            return self._wide_let(b, rec, limit)
         v = leaf(e)
         if not isinstance(v, ir.Value) or v.type != I32T:
             raise _NotWide
@@ -603,8 +612,9 @@ class CodeGenLLVM:
         del walk            # (it refers to itself: a cycle left for the collector otherwise)
         return _RingLet(e, v, leaves, lets) if ok else None
 
-    def _wide_let(self, b, rec: _RingLet):
-        """rec's i64 form, made once, right after its i32 value (so it dominates every use)."""
+    def _wide_let(self, b, rec: _RingLet, limit=None):
+        """rec's i64 form, made once, right after its i32 value (so it dominates every use).
+        limit: as _wide's, where b is a second builder."""
         if rec.wide is None:
             anchor = rec.anchor
             if b.block is anchor.parent:
@@ -615,7 +625,8 @@ class CodeGenLLVM:
             else:
                 at = ir.IRBuilder(anchor.parent)
                 at.position_after(anchor)
-            rec.wide = self._wide(at, rec.expr, lambda n: rec.leaves.get(id(n)), rec.lets)
+                limit = anchor
+            rec.wide = self._wide(at, rec.expr, lambda n: rec.leaves.get(id(n)), rec.lets, limit)
         return rec.wide
 
     def concat(self, st: _Fn, vecs):

@@ -764,3 +764,74 @@ def test_fused_loops_read_an_output_within_its_buffer(target, size, block):
         args, expected = reference(spec, *size, seed)
         got = c.realize(spec.sizes(*size), **args)
         compare(for_schedule(spec, block, expected), got, expected, f"seed {seed}: ")
+
+
+def test_a_ring_lets_wide_offset_made_late_is_not_reused_above_it():
+    """Found by the slow schedule fuzzer (argmax_tuple at 1x1): a ring let's i64 offset made
+    at the builder's place, further down its block than a nested let's value, was reused
+    by the nested let's own i64 offset, made right after that value: LLVM's verifier
+    refused the module ("Instruction does not dominate all uses"). Since session 13 (fixed
+    frame slots keep a tile's allocation in the same block)."""
+    text = """
+pipeline argmax_like
+input img: u8[2]
+output out: i32[2]
+algorithm {
+    c(x, y) = img(clamp(x, 0, img.width - 1), clamp(y, 0, img.height - 1))
+    rdom r = [-2..3, -1..2]
+    best(x, y) = (argmax(c(x + r.x, y + r.y))[0], maximum(c(x + r.x, y + r.y)))
+    rdom s = [0..5]
+    run(x, y) = (u8(0), -1)
+    run(x, y) = (max(run(x, y)[0], c(x, y + s.x - 2)),
+                 select(c(x, y + s.x - 2) > run(x, y)[0] || run(x, y)[1] < 0, s.x, run(x, y)[1]))
+    out(x, y) = best(x, y)[0] + 16 * i32(best(x, y)[1]) + 4096 * (run(x, y)[1] + 8 * i32(run(x, y)[0]))
+}
+schedule fuzz {
+    out.reorder(x, y)
+    out.split(x, t1, t2, 1)
+    out.reorder(t1, t2)
+    out.split(t1, t3, t4, 1)
+    run.tile(x, y, t1, t2, 1, 1)
+    run.tile(t1, t2, t3, t4, 1, 1)
+    run.compute_root()
+    best.split(x, t1, t2, 1)
+    best.compute_at(out, t4)
+}
+"""
+    for size in [(1, 1), (3, 2)]:
+        img = (np.arange(size[0] * size[1]) * 37 % 251).astype(np.uint8).reshape(size[1], size[0])
+        got, expected = both(text, "fuzz", size, img=img)
+        assert np.array_equal(got, expected)
+    # by hand at 1x1: the window is the one pixel (argmax's first point, r.x = -2), and so is
+    # every row of the scan (s.x = 0 sets the index, later rows never exceed it)
+    one = np.array([[200]], dtype=np.uint8)
+    got, _ = both(text, "fuzz", (1, 1), img=one)
+    assert got.tolist() == [[-2 + 16 * 200 + 4096 * (0 + 8 * 200)]]
+
+
+def test_a_store_of_one_index_under_a_vector_loops_mask():
+    """Found by the slow schedule fuzzer (color at 25x6): mixed vectorized by 7 along the
+    outer loop of two splits of ch, computed per iteration of sharp's split ch: its store
+    index is the same for every lane, under the vector loop's tail mask, and code generation
+    took the scalar index for a vector (an AttributeError: an internal error)."""
+    text = open(__file__.replace("test_compiler_bugs.py", "pipelines/color.hl")).read()
+    text = text[:text.index("schedule {")] + """
+schedule fuzz {
+    out.unroll(y, 8)
+    sharp.parallel(ch, 6)
+    sharp.tile(ch, ch_i, t1, t2, t3, t4, 1, 6)
+    sharp.compute_at(out, ch)
+    mixed.split(ch, t1, t2, 4)
+    mixed.split(t1, t3, t4, 5)
+    mixed.fuse(x, y, t5)
+    mixed.vectorize(t3, 7)
+    mixed.compute_at(sharp, t3)
+    lin.split(ch, t1, t2, 6)
+    lin.split(x, t3, t4, 5)
+    lin.compute_root()
+}
+"""
+    for w, h in [(25, 6), (3, 1)]:
+        img = (np.arange(w * h * 3) * 53 % 256).astype(np.uint8).reshape(3, h, w)
+        got, expected = both(text, "fuzz", (w, h, 3), img=img)
+        assert np.array_equal(got, expected)
