@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hdsl.diagnostics import HdslError, Span
-from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, substitute, walk
+from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, free_vars, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions, tile_parts
 from hdsl.ir.simplify import simplify
 from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
@@ -64,7 +64,7 @@ def monotonic(e: Expr, y: str) -> int | None:
     """How integer expression e moves as var y grows: 1 never down, -1 never up, 0 not at
     all, None unknown. (Floor division by a positive constant, min and max keep the
     direction, so `(min(y, m) + 1) / 2` moves forward although its step is 0 or 1.)"""
-    from hdsl.ir.expr import Cast, free_vars
+    from hdsl.ir.expr import Cast
 
     def comb(a, b):
         if a is None or b is None:
@@ -304,7 +304,6 @@ class _StageShape:
         splits and fuses of it, through their lets)."""
         if not self.roundup:
             return {}
-        from hdsl.ir.expr import free_vars
         lets = dict(self.lets)
         loops = {self.internal[u] for u in self.dims}
         out = {}
@@ -421,7 +420,6 @@ def apply_directives(shape: _StageShape, directives: list[Directive], pure_stage
 def _clamped(a: Expr, dims: frozenset) -> bool:
     """Whether a is clamp(e, lo, hi) (max(min(e, hi), lo) or min(max(e, lo), hi)) with lo and
     hi free of the vars `dims`: its value stays in [lo, hi] whatever e."""
-    from hdsl.ir.expr import free_vars
     if not isinstance(a, BinOp) or a.op not in ("min", "max"):
         return False
     other = "max" if a.op == "min" else "min"
@@ -653,7 +651,6 @@ class LoopBuilder:
                 checks.append(self.fold_check(f, self.slid[0]))
         if outer is not None and slide is None and not self.defs[id(f)].updates:
             # computed per tile of a rounded-up stage: walks from outside the tile's loops take
-            # the region that the stage's own region needs (required_region)
             # the region that the stage's own region needs, a clamp of f's coordinates
             box, loops = outer
             for dim, a in enumerate(f.args):
@@ -900,7 +897,6 @@ def loop_names(s: Stmt) -> set[str]:
 def lane_dim(loop: For, f: Func) -> int | None:
     """The one dimension of f along which f's calls inside vectorized `loop` vary from lane
     to lane (through lets that depend on the loop's var), or None."""
-    from hdsl.ir.expr import free_vars
     dims: set[int] = set()
 
     def visit(s: Stmt, lane: frozenset):

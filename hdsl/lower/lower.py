@@ -18,6 +18,7 @@ from hdsl.lower.rfactor import apply_rfactor
 from hdsl.lower.tile_iir import apply_tile_iir
 from hdsl.lower.inline import inline_definitions
 from hdsl.lower.partition import partition_loops
+from hdsl.lower import loops
 from hdsl.lower.hoist import hoist_invariants
 from hdsl.lower.loops import (ERR_FLOAT_COORDINATE, ERR_INPUT_BOUNDS, ERR_OUTPUT_BOUNDS, LoopBuilder, compute_site, fix_extents,
                               func_schedules, inject_at_loop, innermost_loop_using, lane_dim,
@@ -157,7 +158,6 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
                      if d.name in ("split", "tile", "fuse", "vectorize", "unroll", "parallel", "gpu_tile")]
 
         def foldable(dim, f=f, reshaping=reshaping):
-            from hdsl.lower import loops
             if not loops.BOUNDED_FOLDS:
                 return not reshaping
             return not any(f.args[dim] in d.args for d in reshaping)
