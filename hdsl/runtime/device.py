@@ -54,7 +54,7 @@ class Device:
 
     def __init__(self):
         self.counts: Counter = Counter()      # "to_device", "to_host", "launch", "malloc", "free"
-        self.launches: list[tuple[str, tuple, tuple, int]] = []   # (kernel, grid, threads, shared bytes)
+        self.launches: list[tuple[str, tuple, tuple, int]] = []   # the last call's (kernel, grid, threads, shared bytes)
         self.error: BaseException | None = None
         self._table = None
 

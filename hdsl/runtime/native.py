@@ -244,6 +244,7 @@ class NativePipeline:
             with self._device_lock:
                 ptrs.append(ctypes.addressof(self.device.table()))
                 self.device.error = None
+                self.device.launches.clear()      # (this call's launches only: no growth per call)
                 self.device.use(variant.device_code)
                 try:
                     code, info = variant.fn(ptrs)

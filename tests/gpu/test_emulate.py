@@ -59,6 +59,9 @@ def test_an_all_gpu_pipeline_copies_each_input_in_and_each_output_out_once(image
     (_, g0, t0, s0), (_, g1, t1, s1) = d.launches
     assert g0 == (2, 8, 1) and t0 == (32, 4, 1) and s0 == 0
     assert g1 == (6, 4, 1) and t1 == (8, 8, 1) and s1 == 0
+    # a second call: the counts add up, the launches are that call's (not a list growing per call)
+    c(img=image)
+    assert d.counts["launch"] == 4 and [name for name, *_ in d.launches] == ["kernel_bx_0", "kernel_out_1"]
 
 
 MIXED = HEAD.replace("out(x, y) =", "mid(x, y) = bx(x, y) + 1\n    out(x, y) =").replace(
