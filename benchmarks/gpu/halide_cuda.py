@@ -1,0 +1,238 @@
+"""Halide's side of the GPU benchmark, built on a machine without a GPU: each app's algorithm
+(benchmarks/halide_peers.py, the ports checked against Halide's apps) with the GPU schedule of
+Halide's own app (the `get_target().has_gpu_feature()` branch of apps/APP/APP_generator.cpp at
+Halide's release tag v21.0.0, the halide 21 wheel's sources; line numbers below are that file's),
+compiled ahead of time for CUDA into static libraries, and linked with harness.cpp into one
+program, benchmarks/gpu/build/harness, that runs on the GPU machine without the halide package
+(the Halide runtime is linked in and opens libcuda.so when it runs).
+
+    .venv/bin/python benchmarks/gpu/halide_cuda.py            # build benchmarks/gpu/build/harness
+    .venv/bin/python benchmarks/gpu/halide_cuda.py --check    # and run it here (no GPU: its error)
+
+The target is Halide's highest CUDA capability, cuda_capability_86 (Halide 21's Target
+features stop at 8.6): its PTX (ISA for sm_86) is compiled by the driver for the GPU at
+hand, so it runs on sm_90 (H100, H200) by PTX's forward compatibility."""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import apps  # noqa: E402
+import halide_peers  # noqa: E402
+
+CUDA_TARGET = "x86-64-linux-cuda-cuda_capability_86"
+BUILD = HERE / "build"
+HALIDE_TAG = "v21.0.0"
+
+
+def _hl():
+    import halide as hl
+    return hl
+
+
+# ------------------------------------------------------------------ the apps' GPU schedules
+# Each takes the namespace of Funcs and params halide_peers gives a callable schedule, applies
+# the app's GPU schedule, and returns (output Func, the AOT arguments in the harness's order).
+
+def local_laplacian_gpu(n):
+    """apps/local_laplacian/local_laplacian_generator.cpp (v21.0.0), lines 103-135."""
+    hl = _hl()
+    x, y, k = n.x, n.y, n.k
+    xi, yi = hl.Var("xi"), hl.Var("yi")
+    n.remap.compute_root()                                                    # line 109
+    n.output.compute_root().never_partition_all().gpu_tile(x, y, xi, yi, 16, 8)   # 111-113
+    for j in range(n.J):                                                      # 114-134
+        bw, bh = (16, 8) if j <= 3 else (2, 2)
+        if j > 0:
+            n.inG[j].compute_root().never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
+            n.gP[j].compute_root().reorder(k, x, y).never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
+        n.outG[j].compute_root().never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
+    return n.output, [n.inp, n.p_levels, n.p_alpha, n.p_beta]
+
+
+def bilateral_grid_gpu(n):
+    """apps/bilateral_grid/bilateral_grid_generator.cpp (v21.0.0), lines 85-119."""
+    hl = _hl()
+    x, y, z, c, r = n.x, n.y, n.z, n.c, n.r
+    xi, yi, zi = hl.Var("xi"), hl.Var("yi"), hl.Var("zi")
+    RoundUp = hl.TailStrategy.RoundUp
+    n.blurz.compute_root().reorder(c, z, x, y).gpu_tile(x, y, xi, yi, 8, 8)                    # line 92
+    n.histogram.reorder(c, z, x, y).compute_at(n.blurz, x).gpu_threads(x, y)                   # 100
+    n.histogram.update().reorder(c, r.x, r.y, x, y).gpu_threads(x, y).unroll(c)                 # 101
+    for f in (n.blurx, n.blury):                                                                # 104-117
+        f.compute_root().reorder(c, x, y, z).reorder_storage(c, x, y, z).vectorize(c) \
+            .unroll(y, 2, RoundUp).gpu_tile(x, y, z, xi, yi, zi, 32, 8, 1, RoundUp)
+    n.out.compute_root().gpu_tile(x, y, xi, yi, 32, 8)                                          # 118
+    n.interpolated.compute_at(n.out, xi).vectorize(c)                                           # 119
+    return n.out, [n.inp, n.rs]
+
+
+def interpolate_gpu(n):
+    """apps/interpolate/interpolate_generator.cpp (v21.0.0), lines 80-145."""
+    hl = _hl()
+    x, y, c, L = n.x, n.y, n.c, n.L
+    xi, yi, xii, yii = hl.Var("xi"), hl.Var("yi"), hl.Var("xii"), hl.Var("yii")
+    RoundUp = hl.TailStrategy.RoundUp
+
+    def tiles_2x2(f):                      # the normalize / interpolated[l] tiling, lines 86-93, 108-115
+        f.reorder(c, x, y).tile(x, y, xi, yi, 32, 32, RoundUp).tile(xi, yi, xii, yii, 2, 2) \
+            .gpu_blocks(x, y).gpu_threads(xi, yi).unroll(xii).unroll(yii).unroll(c)
+
+    n.out.never_partition_all().bound(x, 0, n.inp.width()).bound(y, 0, n.inp.height()).bound(c, 0, 3)  # 81-85
+    tiles_2x2(n.out)
+    for l in range(1, L):                                                     # 95-102
+        n.ds[l].compute_root().never_partition_all().reorder(c, x, y).unroll(c).gpu_tile(x, y, xi, yi, 16, 16)
+    for l in range(3, L, 2):                                                  # 104-116
+        tiles_2x2(n.it[l].compute_root().never_partition_all())
+    n.upsampledx[1].compute_at(n.out, x).never_partition_all().reorder(c, x, y).tile(x, y, xi, yi, 2, 1) \
+        .unroll(xi).unroll(yi).unroll(c).gpu_threads(x, y)                    # 118-126
+    n.it[1].compute_at(n.out, x).never_partition_all().reorder(c, x, y).tile(x, y, xi, yi, 2, 2) \
+        .unroll(xi).unroll(yi).unroll(c).gpu_threads(x, y)                    # 128-136
+    n.it[2].compute_at(n.out, x).never_partition_all().reorder(c, x, y).unroll(c).gpu_threads(x, y)  # 138-143
+    return n.out, [n.inp]
+
+
+def camera_pipe_gpu(n):
+    """apps/camera_pipe/camera_pipe_generator.cpp (v21.0.0): the CameraPipe generator's GPU
+    branch, lines 444-499, the Demosaic's (lines 159-167, placed at (processed, x) by lines
+    484-485), and the look-up tables': matrix.gpu_single_thread (275-277), curve.gpu_tile(x,
+    xi, 32) (337-340), sharpen_strength_x32.gpu_single_thread (375-377); halide_peers has
+    already made the three compute_root (lines 274, 336, 374)."""
+    hl = _hl()
+    x, y, c = n.x, n.y, n.c
+    xi, yi = hl.Var("xi"), hl.Var("yi")
+    n.matrix.gpu_single_thread()
+    n.curve.gpu_tile(x, xi, 32)
+    n.s32.gpu_single_thread()
+    out = n.sharpened
+    out.bound(c, 0, 3).bound(x, 0, (out.output_buffer().width() // 2) * 2) \
+        .bound(y, 0, (out.output_buffer().height() // 2) * 2)                # 452-454
+    out.compute_root().reorder(c, x, y).unroll(x, 2).gpu_tile(x, y, xi, yi, 28, 12)    # 460-474
+    n.curved.compute_at(out, x).unroll(x, 2).gpu_threads(x, y)                # 476-478
+    n.corrected.compute_at(out, x).unroll(x, 2).gpu_threads(x, y)             # 480-482
+    for f in (n.g_r, n.g_b):                                                  # 161-163
+        f.compute_at(out, x).gpu_threads(x, y)
+    n.demosaiced.compute_at(out, x).unroll(x, 2).gpu_threads(x, y).reorder(c, x, y).unroll(c)   # 164-168
+    n.denoised.compute_at(out, x).tile(x, y, xi, yi, 2, 2).unroll(xi).unroll(yi).gpu_threads(x, y)  # 487-491
+    n.deinterleaved.compute_at(out, x).unroll(x, 2).gpu_threads(x, y).reorder(c, x, y).unroll(c)    # 493-497
+    return out, [n.inp, n.mat32, n.mat70, n.p_ct, n.p_gamma, n.p_contrast, n.p_sharpen, n.p_black, n.p_white]
+
+
+def blur_gpu(n):
+    """apps/blur/halide_blur_generator.cpp (v21.0.0) has four GPU schedules (lines 43-80); this
+    is its `cache` one (lines 50-54: blur_x per block in shared memory), with the default
+    tile_x = 32, tile_y = 8 (lines 28-29) -- examples/blur.hl's schedule cuda. (The app's
+    default is slide_vector; its algorithm reads input(x + 2, y) with no boundary condition,
+    halide_peers.blur is examples/blur.hl's, with repeat_edge.)"""
+    hl = _hl()
+    x, y = n.x, n.y
+    xi, yi = hl.Var("xi_gpu"), hl.Var("yi_gpu")
+    n.out.gpu_tile(x, y, xi, yi, 32, 8)
+    n.bx.compute_at(n.out, x).gpu_threads(x, y)
+    return n.out, [n.inp]
+
+
+def _dummy(app):
+    """The app's inputs at their full size (the builders read sizes from them)."""
+    return apps.APPS[app].inputs(False)
+
+
+def pipelines():
+    """{app: (output Func, args)} with the GPU schedules applied."""
+    ll, _, _, _ = _dummy("local_laplacian")
+    bg, _, _, _ = _dummy("bilateral_grid")
+    cp, _, _, ((h, w, _), _) = _dummy("camera_pipe")
+    ip, _, _, _ = _dummy("interpolate")
+    bl, _, _, _ = _dummy("blur")
+    return {
+        "local_laplacian": halide_peers.local_laplacian(ll["img"], schedule=local_laplacian_gpu),
+        "bilateral_grid": halide_peers.bilateral_grid(bg["img"], 0.1, schedule=bilateral_grid_gpu),
+        "interpolate": halide_peers.interpolate(ip["img"], schedule=interpolate_gpu),
+        "camera_pipe": halide_peers.camera_pipe(cp["raw"], cp["matrix_3200"], cp["matrix_7000"], w, h,
+                                                schedule=camera_pipe_gpu),
+        "blur": halide_peers.blur(bl["img"], schedule=blur_gpu),
+    }
+
+
+def halide_dir() -> Path:
+    return Path(_hl().__file__).resolve().parent
+
+
+def build(out_dir: Path = BUILD, target: str = CUDA_TARGET, only=None) -> Path:
+    """AOT-compile every app (static libraries without the runtime) and one standalone runtime,
+    then link harness.cpp with them; returns the harness's path."""
+    hl = _hl()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t = hl.Target(target)
+    libs = []
+    for name, (func, args) in pipelines().items():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        func.compile_to_static_library(str(out_dir / f"{name}_cuda"), args, f"{name}_cuda",
+                                       t.with_feature(hl.TargetFeature.NoRuntime))
+        print(f"  {name}: compiled for {target} in {time.perf_counter() - t0:.1f} s", flush=True)
+        libs.append(out_dir / f"{name}_cuda.a")
+    runtime = out_dir / "halide_runtime_cuda.o"
+    hl.compile_standalone_runtime(str(runtime), t)
+    link(out_dir, [p.name[:-len("_cuda.a")] for p in libs])
+    exe = out_dir / "harness"
+    print(f"  {exe}: {exe.stat().st_size} bytes", flush=True)
+    return exe
+
+
+HEADERS = ("HalideBuffer.h", "HalideRuntime.h", "HalideRuntimeCuda.h")
+
+
+def link(out_dir: Path, names) -> None:
+    """Link harness.cpp with the apps' libraries and the runtime, by out_dir/rebuild.sh, a script
+    that needs only g++ and out_dir (Halide's headers are copied into out_dir/include, the
+    harness's source next to them): where the prebuilt harness does not run on the GPU
+    machine (it needs glibc 2.34 and the libstdc++ of GCC 11 or newer), `sh rebuild.sh`
+    there rebuilds it. libstdc++ is linked dynamically: statically, it asks for glibc 2.36."""
+    inc = out_dir / "include"
+    inc.mkdir(exist_ok=True)
+    for h in HEADERS:
+        shutil.copy(halide_dir() / "include" / h, inc / h)
+    shutil.copy(HERE / "harness.cpp", out_dir / "harness.cpp")
+    have = " ".join(f"-DHAVE_{n.upper()}" for n in names)
+    libs = " ".join(f"{n}_cuda.a" for n in names)
+    script = out_dir / "rebuild.sh"
+    script.write_text("#!/bin/sh\n# the harness from these files alone (benchmarks/gpu/halide_cuda.py wrote it)\n"
+                      "set -e\ncd \"$(dirname \"$0\")\"\n"
+                      f"g++ -O2 -std=c++17 {have} -Iinclude -I. -o harness harness.cpp {libs} "
+                      "halide_runtime_cuda.o -ldl -lpthread\nstrip harness\n")
+    print(f"  sh {script}", flush=True)
+    subprocess.run(["sh", str(script)], check=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=BUILD)
+    ap.add_argument("--only", nargs="*", help="these apps only")
+    ap.add_argument("--check", action="store_true", help="then run the harness on quick inputs here")
+    a = ap.parse_args(argv)
+    exe = build(a.out, only=a.only)
+    if a.check:
+        d = Path(tempfile.mkdtemp(prefix="hdsl-harness-check-"))
+        for name in (a.only or apps.APPS):
+            apps.write_inputs(apps.APPS[name], d, quick=True)
+            r = subprocess.run([str(exe), name, str(d), str(d), "2", "1"], capture_output=True, text=True)
+            print(f"  {name}: exit {r.returncode}\n    stdout: {r.stdout.strip()}\n    stderr: {r.stderr.strip()}")
+        shutil.rmtree(d, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HL_NUM_THREADS", "2")
+    sys.exit(main())
