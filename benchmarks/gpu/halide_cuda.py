@@ -41,8 +41,8 @@ def _hl():
 
 
 # ------------------------------------------------------------------ the apps' GPU schedules
-# Each takes the namespace of Funcs and params halide_peers gives a callable schedule, applies
-# the app's GPU schedule, and returns (output Func, the AOT arguments in the harness's order).
+# Each takes the namespace of Funcs and params halide_peers gives a callable schedule and
+# applies the app's GPU schedule.
 
 def local_laplacian_gpu(n):
     """apps/local_laplacian/local_laplacian_generator.cpp (v21.0.0), lines 103-135."""
@@ -57,7 +57,6 @@ def local_laplacian_gpu(n):
             n.inG[j].compute_root().never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
             n.gP[j].compute_root().reorder(k, x, y).never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
         n.outG[j].compute_root().never_partition_all().gpu_tile(x, y, xi, yi, bw, bh)
-    return n.output, [n.inp, n.p_levels, n.p_alpha, n.p_beta]
 
 
 def bilateral_grid_gpu(n):
@@ -74,7 +73,6 @@ def bilateral_grid_gpu(n):
             .unroll(y, 2, RoundUp).gpu_tile(x, y, z, xi, yi, zi, 32, 8, 1, RoundUp)
     n.out.compute_root().gpu_tile(x, y, xi, yi, 32, 8)                                          # 118
     n.interpolated.compute_at(n.out, xi).vectorize(c)                                           # 119
-    return n.out, [n.inp, n.rs]
 
 
 def interpolate_gpu(n):
@@ -99,7 +97,6 @@ def interpolate_gpu(n):
     n.it[1].compute_at(n.out, x).never_partition_all().reorder(c, x, y).tile(x, y, xi, yi, 2, 2) \
         .unroll(xi).unroll(yi).unroll(c).gpu_threads(x, y)                    # 128-136
     n.it[2].compute_at(n.out, x).never_partition_all().reorder(c, x, y).unroll(c).gpu_threads(x, y)  # 138-143
-    return n.out, [n.inp]
 
 
 def camera_pipe_gpu(n):
@@ -125,7 +122,6 @@ def camera_pipe_gpu(n):
     n.demosaiced.compute_at(out, x).unroll(x, 2).gpu_threads(x, y).reorder(c, x, y).unroll(c)   # 164-168
     n.denoised.compute_at(out, x).tile(x, y, xi, yi, 2, 2).unroll(xi).unroll(yi).gpu_threads(x, y)  # 487-491
     n.deinterleaved.compute_at(out, x).unroll(x, 2).gpu_threads(x, y).reorder(c, x, y).unroll(c)    # 493-497
-    return out, [n.inp, n.mat32, n.mat70, n.p_ct, n.p_gamma, n.p_contrast, n.p_sharpen, n.p_black, n.p_white]
 
 
 def blur_gpu(n):
@@ -139,56 +135,92 @@ def blur_gpu(n):
     xi, yi = hl.Var("xi_gpu"), hl.Var("yi_gpu")
     n.out.gpu_tile(x, y, xi, yi, 32, 8)
     n.bx.compute_at(n.out, x).gpu_threads(x, y)
-    return n.out, [n.inp]
 
 
-def _dummy(app):
-    """The app's inputs at their full size (the builders read sizes from them)."""
-    return apps.APPS[app].inputs(False)
+# The output Func and the AOT arguments, in the order harness.cpp passes them.
+IO = {
+    "local_laplacian": lambda n: (n.output, [n.inp, n.p_levels, n.p_alpha, n.p_beta]),
+    "bilateral_grid": lambda n: (n.out, [n.inp, n.rs]),
+    "interpolate": lambda n: (n.out, [n.inp]),
+    "camera_pipe": lambda n: (n.sharpened, [n.inp, n.mat32, n.mat70, n.p_ct, n.p_gamma, n.p_contrast, n.p_sharpen,
+                                            n.p_black, n.p_white]),
+    "blur": lambda n: (n.out, [n.inp]),
+}
+
+GPU_SCHEDULES = {"local_laplacian": local_laplacian_gpu, "bilateral_grid": bilateral_grid_gpu,
+                 "interpolate": interpolate_gpu, "camera_pipe": camera_pipe_gpu, "blur": blur_gpu}
 
 
-def pipelines():
-    """{app: (output Func, args)} with the GPU schedules applied."""
-    ll, _, _, _ = _dummy("local_laplacian")
-    bg, _, _, _ = _dummy("bilateral_grid")
-    cp, _, _, ((h, w, _), _) = _dummy("camera_pipe")
-    ip, _, _, _ = _dummy("interpolate")
-    bl, _, _, _ = _dummy("blur")
-    return {
-        "local_laplacian": halide_peers.local_laplacian(ll["img"], schedule=local_laplacian_gpu),
-        "bilateral_grid": halide_peers.bilateral_grid(bg["img"], 0.1, schedule=bilateral_grid_gpu),
-        "interpolate": halide_peers.interpolate(ip["img"], schedule=interpolate_gpu),
-        "camera_pipe": halide_peers.camera_pipe(cp["raw"], cp["matrix_3200"], cp["matrix_7000"], w, h,
-                                                schedule=camera_pipe_gpu),
-        "blur": halide_peers.blur(bl["img"], schedule=blur_gpu),
+def _roots(*names):
+    """A CPU schedule for checking the harness without a GPU: these stages at the root (as
+    halide_peers' schedule=False), the rest inlined."""
+    def schedule(n):
+        for name in names:
+            fs = getattr(n, name)
+            for f in (fs[1:] if isinstance(fs, list) else [fs]):
+                f.compute_root()
+    return schedule
+
+
+CPU_SCHEDULES = {"local_laplacian": _roots("remap", "gray", "inG", "gP", "outG"),
+                 "bilateral_grid": _roots("histogram", "blurz", "blurx", "blury"),
+                 "interpolate": _roots("ds", "it"), "camera_pipe": _roots("g_r", "g_b", "curved"),
+                 "blur": _roots()}
+
+
+def pipelines(schedules=None, only=None):
+    """{app: (output Func, args)}, each app's algorithm from halide_peers with schedules[app]
+    (default: the apps' GPU schedules) applied."""
+    schedules = schedules or GPU_SCHEDULES
+    builders = {
+        "local_laplacian": lambda i, s: halide_peers.local_laplacian(i["img"], schedule=s),
+        "bilateral_grid": lambda i, s: halide_peers.bilateral_grid(i["img"], 0.1, schedule=s),
+        "interpolate": lambda i, s: halide_peers.interpolate(i["img"], schedule=s),
+        "camera_pipe": lambda i, s: halide_peers.camera_pipe(i["raw"], i["matrix_3200"], i["matrix_7000"],
+                                                             *apps.APPS["camera_pipe"].inputs(False)[3][0][1::-1],
+                                                             schedule=s),
+        "blur": lambda i, s: halide_peers.blur(i["img"], schedule=s),
     }
+    out = {}
+    for name, make in builders.items():
+        if only and name not in only:
+            continue
+        inputs = apps.APPS[name].inputs(False)[0]       # full size: the builders read sizes from them
+        out[name] = make(inputs, lambda n, name=name: (schedules[name](n), IO[name](n))[1])
+    return out
 
 
 def halide_dir() -> Path:
     return Path(_hl().__file__).resolve().parent
 
 
-def build(out_dir: Path = BUILD, target: str = CUDA_TARGET, only=None) -> Path:
+def build(out_dir: Path = BUILD, target: str = CUDA_TARGET, only=None, schedules=None) -> Path:
     """AOT-compile every app (static libraries without the runtime) and one standalone runtime,
     then link harness.cpp with them; returns the harness's path."""
     hl = _hl()
     out_dir.mkdir(parents=True, exist_ok=True)
     t = hl.Target(target)
-    libs = []
-    for name, (func, args) in pipelines().items():
-        if only and name not in only:
-            continue
+    names = []
+    for name, (func, args) in pipelines(schedules, only).items():
         t0 = time.perf_counter()
         func.compile_to_static_library(str(out_dir / f"{name}_cuda"), args, f"{name}_cuda",
                                        t.with_feature(hl.TargetFeature.NoRuntime))
         print(f"  {name}: compiled for {target} in {time.perf_counter() - t0:.1f} s", flush=True)
-        libs.append(out_dir / f"{name}_cuda.a")
-    runtime = out_dir / "halide_runtime_cuda.o"
-    hl.compile_standalone_runtime(str(runtime), t)
-    link(out_dir, [p.name[:-len("_cuda.a")] for p in libs])
+        names.append(name)
+    hl.compile_standalone_runtime(str(out_dir / "halide_runtime_cuda.o"),       # (Halide refuses a strict_float
+                                  t.without_feature(hl.TargetFeature.StrictFloat))  # runtime)
+    link(out_dir, names)
     exe = out_dir / "harness"
     print(f"  {exe}: {exe.stat().st_size} bytes", flush=True)
     return exe
+
+
+def build_cpu(out_dir: Path, only=None) -> Path:
+    """The same harness with the apps compiled for this CPU (strict floats, CPU_SCHEDULES):
+    what checks the harness, the .hbuf files and run_device.py's comparisons without a GPU
+    (tests/test_bench_gpu.py)."""
+    target = _hl().get_host_target().with_feature(_hl().TargetFeature.StrictFloat)
+    return build(out_dir, str(target), only, CPU_SCHEDULES)
 
 
 HEADERS = ("HalideBuffer.h", "HalideRuntime.h", "HalideRuntimeCuda.h")
@@ -218,11 +250,13 @@ def link(out_dir: Path, names) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=BUILD)
+    ap.add_argument("--out", type=Path, help=f"the build directory (default {BUILD}, with --cpu {BUILD}-cpu)")
     ap.add_argument("--only", nargs="*", help="these apps only")
     ap.add_argument("--check", action="store_true", help="then run the harness on quick inputs here")
+    ap.add_argument("--cpu", action="store_true", help="the harness for this CPU instead (build_cpu)")
     a = ap.parse_args(argv)
-    exe = build(a.out, only=a.only)
+    out = a.out or (Path(f"{BUILD}-cpu") if a.cpu else BUILD)
+    exe = build_cpu(out, a.only) if a.cpu else build(out, only=a.only)
     if a.check:
         d = Path(tempfile.mkdtemp(prefix="hdsl-harness-check-"))
         for name in (a.only or apps.APPS):
