@@ -47,10 +47,12 @@ def test_cpu_harness_equals_hdsl_through_run_device(tmp_path):
     assert [x["app"] for x in res] == apps
     for x in res:
         assert "hdsl_error" not in x and "halide_error" not in x, x
-        assert x["hdsl_vs_halide"]["equal"] and x["hdsl_vs_halide"]["of"] > 0, x
-        assert x["hdsl_vs_host"]["equal"]
-        assert x["halide_e2e_ms"] > 0 and x["halide_resident_ms"] > 0
-        assert len(x["halide_e2e_all_ms"]) == 2 and len(x["hdsl_e2e_all_ms"]) == 2
+        for key in ("halide", "halide_strict"):         # (on the CPU both builds are strict_float)
+            assert x[f"hdsl_vs_{key}"]["equal"] and x[f"hdsl_vs_{key}"]["of"] > 0, x
+            assert x[f"{key}_e2e_ms"] > 0 and x[f"{key}_resident_ms"] > 0
+            assert len(x[f"{key}_e2e_all_ms"]) == 2
+        assert x["hdsl_vs_host"]["equal"] and len(x["hdsl_e2e_all_ms"]) == 2
+        assert x["halide_target"].endswith("strict_float") and "cuda" not in x["halide_target"]
     md = (out / "GPU.md").read_text()
     assert "| bilateral_grid | 320x192 |" in md and "| camera_pipe | 320x256 |" in md
 
@@ -64,6 +66,7 @@ def test_cuda_harness_without_a_gpu_reports_halide_error(tmp_path):
     res = json.loads(r.stdout.strip().splitlines()[-1])
     if r.returncode == 0:                          # a machine with a GPU: it ran there
         assert res["e2e_ms"] > 0 and (tmp_path / "blur.out.hbuf").exists()
+        assert res["target"] == hc.CUDA_TARGET
     else:
         assert r.returncode == 2, r.stderr
         assert res["error"].startswith("Halide error -"), res

@@ -196,20 +196,24 @@ def halide_dir() -> Path:
 
 def build(out_dir: Path = BUILD, target: str = CUDA_TARGET, only=None, schedules=None) -> Path:
     """AOT-compile every app (static libraries without the runtime) and one standalone runtime,
-    then link harness.cpp with them; returns the harness's path."""
+    then link harness.cpp with them; returns the harness's path. Each app is compiled twice:
+    APP_cuda with Halide's default floating point (which lets LLVM contract a * b + c into an
+    FMA) and APP_cuda_strict with its strict_float feature (none: hdsl's default semantics).
+    """
     hl = _hl()
     out_dir.mkdir(parents=True, exist_ok=True)
     t = hl.Target(target)
     names = []
     for name, (func, args) in pipelines(schedules, only).items():
         t0 = time.perf_counter()
-        func.compile_to_static_library(str(out_dir / f"{name}_cuda"), args, f"{name}_cuda",
-                                       t.with_feature(hl.TargetFeature.NoRuntime))
-        print(f"  {name}: compiled for {target} in {time.perf_counter() - t0:.1f} s", flush=True)
+        for suffix, tt in (("", t), ("_strict", t.with_feature(hl.TargetFeature.StrictFloat))):
+            func.compile_to_static_library(str(out_dir / f"{name}_cuda{suffix}"), args, f"{name}_cuda{suffix}",
+                                           tt.with_feature(hl.TargetFeature.NoRuntime))
+        print(f"  {name}: compiled for {target} (and -strict_float) in {time.perf_counter() - t0:.1f} s", flush=True)
         names.append(name)
     hl.compile_standalone_runtime(str(out_dir / "halide_runtime_cuda.o"),       # (Halide refuses a strict_float
                                   t.without_feature(hl.TargetFeature.StrictFloat))  # runtime)
-    link(out_dir, names)
+    link(out_dir, names, str(t))
     exe = out_dir / "harness"
     print(f"  {exe}: {exe.stat().st_size} bytes", flush=True)
     return exe
@@ -226,7 +230,7 @@ def build_cpu(out_dir: Path, only=None) -> Path:
 HEADERS = ("HalideBuffer.h", "HalideRuntime.h", "HalideRuntimeCuda.h")
 
 
-def link(out_dir: Path, names) -> None:
+def link(out_dir: Path, names, target: str) -> None:
     """Link harness.cpp with the apps' libraries and the runtime, by out_dir/rebuild.sh, a script
     that needs only g++ and out_dir (Halide's headers are copied into out_dir/include, the
     harness's source next to them): where the prebuilt harness does not run on the GPU
@@ -238,11 +242,11 @@ def link(out_dir: Path, names) -> None:
         shutil.copy(halide_dir() / "include" / h, inc / h)
     shutil.copy(HERE / "harness.cpp", out_dir / "harness.cpp")
     have = " ".join(f"-DHAVE_{n.upper()}" for n in names)
-    libs = " ".join(f"{n}_cuda.a" for n in names)
+    libs = " ".join(f"{n}_cuda.a {n}_cuda_strict.a" for n in names)
     script = out_dir / "rebuild.sh"
     script.write_text("#!/bin/sh\n# the harness from these files alone (benchmarks/gpu/halide_cuda.py wrote it)\n"
                       "set -e\ncd \"$(dirname \"$0\")\"\n"
-                      f"g++ -O2 -std=c++17 {have} -Iinclude -I. -o harness harness.cpp {libs} "
+                      f"g++ -O2 -std=c++17 {have} -DHALIDE_TARGET='\"{target}\"' -Iinclude -I. -o harness harness.cpp {libs} "
                       "halide_runtime_cuda.o -ldl -lpthread\nstrip harness\n")
     print(f"  sh {script}", flush=True)
     subprocess.run(["sh", str(script)], check=True)

@@ -7,9 +7,12 @@
 //   resident_ms: median time of a call whose inputs are already on the device and whose output
 //                stays there (the pipeline, then halide_device_sync);
 // each over CALLS calls after WARMUP calls. The output of the last end-to-end call is written
-// to OUTDIR/APP.out.hbuf.
+// to OUTDIR/APP.out.hbuf (OUTDIR/APP.strict.out.hbuf with "strict").
 //
-//   harness APP INDIR OUTDIR [CALLS [WARMUP]]
+//   harness APP INDIR OUTDIR [CALLS [WARMUP [strict]]]
+//
+// "strict" runs APP_cuda_strict, the pipeline compiled with Halide's strict_float (no FMA
+// contraction: hdsl's default floating point), instead of APP_cuda (Halide's default).
 //
 // Without a GPU (no libcuda, no device) the pipeline returns Halide's error code, after the
 // runtime's message (also on stderr); the harness then prints {"app": ..., "error": ...} and exits 2.
@@ -27,18 +30,27 @@
 
 #ifdef HAVE_LOCAL_LAPLACIAN
 #include "local_laplacian_cuda.h"
+#include "local_laplacian_cuda_strict.h"
 #endif
 #ifdef HAVE_BILATERAL_GRID
 #include "bilateral_grid_cuda.h"
+#include "bilateral_grid_cuda_strict.h"
 #endif
 #ifdef HAVE_INTERPOLATE
 #include "interpolate_cuda.h"
+#include "interpolate_cuda_strict.h"
 #endif
 #ifdef HAVE_CAMERA_PIPE
 #include "camera_pipe_cuda.h"
+#include "camera_pipe_cuda_strict.h"
 #endif
 #ifdef HAVE_BLUR
 #include "blur_cuda.h"
+#include "blur_cuda_strict.h"
+#endif
+
+#ifndef HALIDE_TARGET
+#define HALIDE_TARGET "?"
 #endif
 
 using Halide::Runtime::Buffer;
@@ -121,7 +133,7 @@ double now_ms() {
 // Time `call` both ways; `inputs` are the pipeline's input buffers, `out` its output.
 template <typename O>
 int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<O> &out,
-          const std::function<int()> &call, const std::string &outdir, int calls, int warmup) {
+          const std::function<int()> &call, const std::string &outpath, int calls, int warmup) {
     auto error = [&](const char *phase, int rc) {
         std::printf("{\"app\": \"%s\", \"error\": \"Halide error %d in the %s calls: %s\"}\n", app.c_str(), rc,
                     phase, json_escape(last_error).c_str());
@@ -138,7 +150,7 @@ int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<
         if (rc) return error("end-to-end", rc);
         if (i >= warmup) e2e.push_back(t1 - t0);
     }
-    write_hbuf(outdir + "/" + app + ".out.hbuf", out);
+    write_hbuf(outpath, out);
     for (int i = 0; i < warmup + calls; i++) {
         double t0 = now_ms();
         int rc = call();
@@ -147,8 +159,9 @@ int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<
         if (rc) return error("device-resident", rc);
         if (i >= warmup) resident.push_back(t1 - t0);
     }
-    std::printf("{\"app\": \"%s\", \"e2e_ms\": %.4f, \"resident_ms\": %.4f, \"calls\": %d, \"warmup\": %d, "
-                "\"e2e_all_ms\": [", app.c_str(), median(e2e), median(resident), calls, warmup);
+    std::printf("{\"app\": \"%s\", \"target\": \"%s\", \"e2e_ms\": %.4f, \"resident_ms\": %.4f, \"calls\": %d, "
+                "\"warmup\": %d, \"e2e_all_ms\": [", app.c_str(), HALIDE_TARGET, median(e2e), median(resident), calls,
+                warmup);
     for (size_t i = 0; i < e2e.size(); i++) std::printf("%s%.4f", i ? ", " : "", e2e[i]);
     std::printf("], \"resident_all_ms\": [");
     for (size_t i = 0; i < resident.size(); i++) std::printf("%s%.4f", i ? ", " : "", resident[i]);
@@ -161,36 +174,40 @@ int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        std::fprintf(stderr, "usage: %s APP INDIR OUTDIR [CALLS [WARMUP]]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s APP INDIR OUTDIR [CALLS [WARMUP [strict]]]\n", argv[0]);
         return 1;
     }
     const std::string app = argv[1], in = std::string(argv[2]) + "/" + app, outdir = argv[3];
     halide_set_error_handler(on_halide_error);
     const int calls = argc > 4 ? std::atoi(argv[4]) : 20, warmup = argc > 5 ? std::atoi(argv[5]) : 3;
+    const bool strict = argc > 6 && std::string(argv[6]) == "strict";
+    const std::string outpath = outdir + "/" + app + (strict ? ".strict" : "") + ".out.hbuf";
     // The params: the hdsl examples' defaults, which are also the Halide apps' estimates and
     // benchmarks/run.py's values.
+#define PICK(name) (strict ? name##_cuda_strict : name##_cuda)
 #ifdef HAVE_LOCAL_LAPLACIAN
     if (app == "local_laplacian") {
         auto img = read_hbuf<uint16_t>(in + ".in0.hbuf");
         Buffer<uint16_t> out(img.width(), img.height(), 3);
-        return bench(app, {img.raw_buffer()}, out, [&] { return local_laplacian_cuda(img, 8, 1.0f, 1.0f, out); },
-                     outdir, calls, warmup);
+        auto fn = PICK(local_laplacian);
+        return bench(app, {img.raw_buffer()}, out, [&] { return fn(img, 8, 1.0f, 1.0f, out); }, outpath, calls,
+                     warmup);
     }
 #endif
 #ifdef HAVE_BILATERAL_GRID
     if (app == "bilateral_grid") {
         auto img = read_hbuf<float>(in + ".in0.hbuf");
         Buffer<float> out(img.width(), img.height());
-        return bench(app, {img.raw_buffer()}, out, [&] { return bilateral_grid_cuda(img, 0.1f, out); },
-                     outdir, calls, warmup);
+        auto fn = PICK(bilateral_grid);
+        return bench(app, {img.raw_buffer()}, out, [&] { return fn(img, 0.1f, out); }, outpath, calls, warmup);
     }
 #endif
 #ifdef HAVE_INTERPOLATE
     if (app == "interpolate") {
         auto img = read_hbuf<float>(in + ".in0.hbuf");
         Buffer<float> out(img.width(), img.height(), 3);
-        return bench(app, {img.raw_buffer()}, out, [&] { return interpolate_cuda(img, out); }, outdir, calls,
-                     warmup);
+        auto fn = PICK(interpolate);
+        return bench(app, {img.raw_buffer()}, out, [&] { return fn(img, out); }, outpath, calls, warmup);
     }
 #endif
 #ifdef HAVE_CAMERA_PIPE
@@ -200,16 +217,18 @@ int main(int argc, char **argv) {
         auto m7000 = read_hbuf<float>(in + ".in2.hbuf");
         // the output size of Halide's apps/camera_pipe/process.cpp (and benchmarks/run.py)
         Buffer<uint8_t> out((raw.width() - 32) / 32 * 32, (raw.height() - 24) / 32 * 32, 3);
+        auto fn = PICK(camera_pipe);
         return bench(app, {raw.raw_buffer(), m3200.raw_buffer(), m7000.raw_buffer()}, out,
-                     [&] { return camera_pipe_cuda(raw, m3200, m7000, 3700.0f, 2.0f, 50.0f, 1.0f, 25, 1023, out); },
-                     outdir, calls, warmup);
+                     [&] { return fn(raw, m3200, m7000, 3700.0f, 2.0f, 50.0f, 1.0f, 25, 1023, out); }, outpath,
+                     calls, warmup);
     }
 #endif
 #ifdef HAVE_BLUR
     if (app == "blur") {
         auto img = read_hbuf<uint16_t>(in + ".in0.hbuf");
         Buffer<uint16_t> out(img.width(), img.height());
-        return bench(app, {img.raw_buffer()}, out, [&] { return blur_cuda(img, out); }, outdir, calls, warmup);
+        auto fn = PICK(blur);
+        return bench(app, {img.raw_buffer()}, out, [&] { return fn(img, out); }, outpath, calls, warmup);
     }
 #endif
     std::fprintf(stderr, "harness: unknown app %s (or not built in)\n", app.c_str());

@@ -110,57 +110,77 @@ def run_hdsl(app, inputs, params, out_shape, target: str, calls: int, warmup: in
     return gpu_out
 
 
-def run_harness(harness: Path, app, work: Path, calls: int, warmup: int, timeout: float, res: dict):
-    apps.write_inputs(app, work, quick=res["quick"])
-    cmd = [str(harness), app.name, str(work), str(work), str(calls), str(warmup)]
+def run_harness(harness: Path, app, work: Path, calls: int, warmup: int, timeout: float, res: dict,
+                strict: bool = False):
+    """Halide's side: the harness on the app's inputs (written to `work` first), its times
+    and errors in res under halide_* (halide_strict_* for the strict_float build); returns its
+    output in hdsl's layout, or None."""
+    key = "halide_strict" if strict else "halide"
+    if not (work / f"{app.name}.in0.hbuf").exists():
+        apps.write_inputs(app, work, quick=res["quick"])
+    cmd = [str(harness), app.name, str(work), str(work), str(calls), str(warmup)] + (["strict"] if strict else [])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        res["halide_error"] = f"the harness ran past {timeout:.0f} s"
+        res[f"{key}_error"] = f"the harness ran past {timeout:.0f} s"
         return None
     except OSError as e:
-        res["halide_error"] = f"the harness did not start: {e}"
+        res[f"{key}_error"] = f"the harness did not start: {e}"
         return None
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         msg = json.loads(lines[-1]).get("error") if lines else None
-        res["halide_error"] = msg or f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-500:]}"
+        res[f"{key}_error"] = msg or f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-500:]}"
         return None
     r = json.loads(lines[-1])
-    res.update({"halide_e2e_ms": r["e2e_ms"], "halide_resident_ms": r["resident_ms"],
-                "halide_e2e_all_ms": r["e2e_all_ms"], "halide_resident_all_ms": r["resident_all_ms"]})
-    log(f"  Halide CUDA: end to end {r['e2e_ms']:.3f} ms, device-resident {r['resident_ms']:.3f} ms")
-    return app.from_planar(apps.read_hbuf(work / f"{app.name}.out.hbuf"))
+    res.setdefault("halide_target", r.get("target"))
+    res.update({f"{key}_e2e_ms": r["e2e_ms"], f"{key}_resident_ms": r["resident_ms"],
+                f"{key}_e2e_all_ms": r["e2e_all_ms"], f"{key}_resident_all_ms": r["resident_all_ms"]})
+    log(f"  Halide CUDA{' strict_float' if strict else ''}: end to end {r['e2e_ms']:.3f} ms, "
+        f"device-resident {r['resident_ms']:.3f} ms")
+    return app.from_planar(apps.read_hbuf(work / f"{app.name}{'.strict' if strict else ''}.out.hbuf"))
 
 
 def fmt(v, spec=".3f"):
     return "—" if v is None else format(v, spec)
 
 
+def _cmp_cell(c: dict | None) -> str:
+    if c is None:
+        return "—"
+    if "of" not in c:
+        return c.get("error", "?")
+    return "equal" if c["equal"] else f"{c['max_abs_diff']:.3g} ({c['differing']} of {c['of']} differ)"
+
+
 def markdown(meta: dict, results: list[dict]) -> str:
-    lines = [f"Device: {meta['device']}; hdsl target `{meta['target']}`; Halide 21 CUDA target "
-             f"`{meta['halide_target']}` (the app's own GPU schedule); medians of {meta['calls']} calls after "
-             f"{meta['warmup']}; {meta['date']}.", "",
-             "| app | size | hdsl e2e ms | Halide e2e ms | hdsl / Halide e2e | Halide device-resident ms "
-             "| hdsl CUDA = hdsl host | hdsl vs Halide (max abs diff, differing) | hdsl compile s |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+    ht = next((r["halide_target"] for r in results if r.get("halide_target")), "?")
+    lines = [f"Device: {meta['device']}; hdsl target `{meta['target']}`; Halide 21, target "
+             f"`{ht}`, the app's own GPU schedule, built with its default floating point "
+             f"and with `strict_float`; medians of {meta['calls']} calls after {meta['warmup']}; {meta['date']}.",
+             "",
+             "| app | size | hdsl e2e ms | Halide e2e ms | hdsl / Halide | Halide strict e2e ms "
+             "| hdsl / Halide strict | Halide resident ms | Halide strict resident ms | hdsl CUDA = hdsl host "
+             "| hdsl vs Halide | hdsl vs Halide strict | hdsl compile s |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |"]
     for r in results:
-        he, ha = r.get("hdsl_e2e_ms"), r.get("halide_e2e_ms")
-        ratio = he / ha if he and ha else None
+        he, ha, hs = r.get("hdsl_e2e_ms"), r.get("halide_e2e_ms"), r.get("halide_strict_e2e_ms")
         vh = r.get("hdsl_vs_host")
         eq = "—" if vh is None else ("yes" if vh["equal"] else f"**no**: {vh['differing']} of {vh['of']} "
                                       f"differ, max {vh['max_abs_diff']:.3g}")
-        vk = r.get("hdsl_vs_halide")
-        cmp_ = "—" if vk is None else (f"{vk['max_abs_diff']:.3g}, {vk['differing']} of {vk['of']}"
-                                       if "of" in vk else vk.get("error", "?"))
-        lines.append(f"| {r['app']} | {r.get('size', '')} | {fmt(he)} | {fmt(ha)} | {fmt(ratio, '.2f')} | "
-                     f"{fmt(r.get('halide_resident_ms'))} | {eq} | {cmp_} | {fmt(r.get('hdsl_compile_s'), '.1f')} |")
-    errors = [(r["app"], k, r[k]) for r in results for k in ("hdsl_error", "halide_error") if r.get(k)]
+        lines.append(f"| {r['app']} | {r.get('size', '')} | {fmt(he)} | {fmt(ha)} | "
+                     f"{fmt(he / ha if he and ha else None, '.2f')} | {fmt(hs)} | "
+                     f"{fmt(he / hs if he and hs else None, '.2f')} | {fmt(r.get('halide_resident_ms'))} | "
+                     f"{fmt(r.get('halide_strict_resident_ms'))} | {eq} | {_cmp_cell(r.get('hdsl_vs_halide'))} | "
+                     f"{_cmp_cell(r.get('hdsl_vs_halide_strict'))} | {fmt(r.get('hdsl_compile_s'), '.1f')} |")
+    errors = [(r["app"], k, r[k]) for r in results for k in ("hdsl_error", "halide_error", "halide_strict_error")
+              if r.get(k)]
     if errors:
-        lines += ["", "Errors:", ""] + [f"- {a}, {k.split('_')[0]}: {msg}" for a, k, msg in errors]
-    lines += ["", "e2e: NumPy (hdsl) / host buffers (Halide) in and out, the host -> device copies of the "
-              "inputs and the device -> host copy of the output included; device-resident (Halide only): the "
-              "inputs already on the device, the output left there, then halide_device_sync."]
+        lines += ["", "Errors:", ""] + [f"- {a}, {k[:-len('_error')]}: {msg}" for a, k, msg in errors]
+    lines += ["", "e2e: NumPy arrays (hdsl) or host buffers (Halide) in and out: the host -> device copies of the "
+              "inputs and the device -> host copy of the output are inside. resident (Halide only; hdsl has no "
+              "API for it): the inputs already on the device, the output left there, then halide_device_sync. "
+              "hdsl vs Halide: the largest absolute difference of the outputs (equal: bit for bit)."]
     return "\n".join(lines) + "\n"
 
 
@@ -191,7 +211,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     target = a.target + ("-fast_math" if a.fast_math else "")
     a.out.mkdir(parents=True, exist_ok=True)
-    meta = {"device": device_name(), "target": target, "halide_target": "x86-64-linux-cuda-cuda_capability_86",
+    meta = {"device": device_name(), "target": target,
             "calls": a.calls, "warmup": a.warmup, "quick": a.quick, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "harness": str(a.harness)}
@@ -205,7 +225,7 @@ def main(argv=None) -> int:
         res = {"app": name, "quick": a.quick}
         results.append(res)
         log(f"{name}")
-        gpu_out = halide_out = None
+        gpu_out = None
         try:
             inputs, params, _, out_shape = app.inputs(a.quick)
             h, w = out_shape[0][:2]
@@ -223,18 +243,21 @@ def main(argv=None) -> int:
             res["hdsl_traceback"] = traceback.format_exc()[-3000:]
             log(f"  hdsl failed: {res['hdsl_error']}")
         if str(a.harness) != "none":
-            try:
-                halide_out = run_harness(a.harness, app, work, a.calls, a.warmup, a.app_timeout, res)
-                if halide_out is None:
-                    log(f"  Halide: {res.get('halide_error')}")
-            except Exception as e:  # noqa: BLE001
-                res["halide_error"] = f"{type(e).__name__}: {e}"
-                log(f"  Halide failed: {res['halide_error']}")
+            for strict in (False, True):
+                key = "halide_strict" if strict else "halide"
+                try:
+                    halide_out = run_harness(a.harness, app, work, a.calls, a.warmup, a.app_timeout, res, strict)
+                    if halide_out is None:
+                        log(f"  Halide: {res.get(key + '_error')}")
+                except Exception as e:  # noqa: BLE001
+                    res[f"{key}_error"] = f"{type(e).__name__}: {e}"
+                    log(f"  Halide failed: {res[key + '_error']}")
+                    halide_out = None
+                if gpu_out is not None and halide_out is not None:
+                    res[f"hdsl_vs_{key}"] = compare(gpu_out, halide_out)
+                    log(f"  hdsl vs Halide{' strict_float' if strict else ''}: {res['hdsl_vs_' + key]}")
             for f in work.glob(f"{name}.*"):
                 f.unlink()
-        if gpu_out is not None and halide_out is not None:
-            res["hdsl_vs_halide"] = compare(gpu_out, halide_out)
-            log(f"  hdsl vs Halide: {res['hdsl_vs_halide']}")
         meta["total_s"] = time.perf_counter() - t_all
         (a.out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
         (a.out / "GPU.md").write_text(markdown(meta, results))
