@@ -8,7 +8,7 @@ benchmarks/gpu/README.md).
   (inputs written, read by the harness, outputs written, read back in hdsl's layout, compared,
   tabulated), with Halide as the independent side.
 - The CUDA harness on a machine without a GPU ends with Halide's runtime error as JSON and
-  exit status 2, not an abort."""
+  exit status 2, not an abort; the PTX Halide embeds in it assembles for sm_90."""
 from __future__ import annotations
 
 import json
@@ -60,6 +60,10 @@ def test_cpu_harness_equals_hdsl_through_run_device(tmp_path):
 def test_cuda_harness_without_a_gpu_reports_halide_error(tmp_path):
     hc = _halide_cuda()
     exe = hc.build(tmp_path / "build", only=["blur"])
+    # Halide's PTX (capability 8.6, its newest) assembles for sm_90, as the driver's JIT will
+    from hdsl.codegen.cuda_tools import ptxas
+    ptx = hc.embedded_ptx(tmp_path / "build" / "blur_cuda.a")
+    assert ".target sm_86" in ptx and len(ptxas(ptx, 90)) > 0
     hc.apps.write_inputs(hc.apps.APPS["blur"], tmp_path, quick=True)
     r = subprocess.run([str(exe), "blur", str(tmp_path), str(tmp_path), "2", "1"], capture_output=True, text=True,
                        timeout=120)

@@ -227,6 +227,33 @@ def build_cpu(out_dir: Path, only=None) -> Path:
     return build(out_dir, str(target), only, CPU_SCHEDULES)
 
 
+def embedded_ptx(lib: Path) -> str:
+    """The PTX module Halide embeds in a CUDA pipeline's static library (a NUL-terminated
+    string in its object file, from the `//` header before `.version` to the NUL)."""
+    with tempfile.TemporaryDirectory(prefix="hdsl-ar-") as d:
+        subprocess.run(["ar", "x", str(lib.resolve())], cwd=d, check=True)
+        data = b"".join(p.read_bytes() for p in sorted(Path(d).iterdir()))
+    at = data.find(b".version ")
+    if at < 0:
+        raise ValueError(f"{lib}: no PTX in it")
+    start, end = data.rfind(b"\0", 0, at) + 1, data.find(b"\0", at)
+    return data[start:end].decode()
+
+
+def check_ptx(out_dir: Path, sm: int = 90) -> None:
+    """Assemble each library's PTX for sm_NN with hdsl's ptxas (the cuda-tools extra), as the
+    driver's JIT will on the GPU: a check that Halide's sm_86 PTX suits sm_90."""
+    sys.path.insert(0, str(HERE.parents[1]))
+    from hdsl.codegen.cuda_tools import ptxas, ptxas_path
+    if ptxas_path() is None:
+        print("  (no ptxas: the PTX is not checked)")
+        return
+    for lib in sorted(out_dir.glob("*_cuda*.a")):
+        ptx = embedded_ptx(lib)
+        cubin = ptxas(ptx, sm)
+        print(f"  {lib.name}: PTX {len(ptx)} chars, assembled for sm_{sm} ({len(cubin)} bytes)", flush=True)
+
+
 HEADERS = ("HalideBuffer.h", "HalideRuntime.h", "HalideRuntimeCuda.h")
 
 
@@ -261,6 +288,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     out = a.out or (Path(f"{BUILD}-cpu") if a.cpu else BUILD)
     exe = build_cpu(out, a.only) if a.cpu else build(out, only=a.only)
+    if a.check and not a.cpu:
+        check_ptx(out)
     if a.check:
         d = Path(tempfile.mkdtemp(prefix="hdsl-harness-check-"))
         for name in (a.only or apps.APPS):
