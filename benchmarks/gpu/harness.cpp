@@ -135,8 +135,8 @@ template <typename O>
 int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<O> &out,
           const std::function<int()> &call, const std::string &outpath, int calls, int warmup) {
     auto error = [&](const char *phase, int rc) {
-        std::printf("{\"app\": \"%s\", \"error\": \"Halide error %d in the %s calls: %s\"}\n", app.c_str(), rc,
-                    phase, json_escape(last_error).c_str());
+        std::printf("{\"app\": \"%s\", \"target\": \"%s\", \"error\": \"Halide error %d in the %s calls: %s\"}\n",
+                    app.c_str(), HALIDE_TARGET, rc, phase, json_escape(last_error).c_str());
         std::fflush(stdout);
         return 2;
     };

@@ -14,8 +14,9 @@ For each app (benchmarks/gpu/apps.py: the inputs benchmarks/run.py uses) it
      its output with hdsl's (max abs difference; Halide's default float semantics allow FMA
      contraction, so small float differences are expected);
 and writes results.json and GPU.md (a markdown table) to --out, after each app, so a late
-failure or a timeout keeps what was measured. Each app runs under a wall-clock limit
-(--app-timeout) and in its own try/except.
+failure or a timeout keeps what was measured. Each side of each app runs in a process of its
+own (hdsl's: this script with --worker) under a wall-clock limit (--app-timeout): a kernel that
+faults (spoiling its CUDA context) or never ends costs that app's side only.
 
 Without a GPU: `--target cuda-emulate --quick` runs hdsl's side through the host-emulation
 device and shows the harness's no-GPU message; this is how the script is tested."""
@@ -27,7 +28,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,14 +42,6 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import apps  # noqa: E402
-
-
-class AppTimeout(Exception):
-    pass
-
-
-def _on_alarm(signum, frame):
-    raise AppTimeout()
 
 
 def log(msg: str) -> None:
@@ -122,23 +114,67 @@ def run_harness(harness: Path, app, work: Path, calls: int, warmup: int, timeout
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        res[f"{key}_error"] = f"the harness ran past {timeout:.0f} s"
+        res[f"{key}_error"] = f"the harness ran past {timeout:g} s"
         return None
     except OSError as e:
         res[f"{key}_error"] = f"the harness did not start: {e}"
         return None
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if lines:
+        res.setdefault("halide_target", json.loads(lines[-1]).get("target"))
     if p.returncode != 0 or not lines:
         msg = json.loads(lines[-1]).get("error") if lines else None
         res[f"{key}_error"] = msg or f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-500:]}"
         return None
     r = json.loads(lines[-1])
-    res.setdefault("halide_target", r.get("target"))
     res.update({f"{key}_e2e_ms": r["e2e_ms"], f"{key}_resident_ms": r["resident_ms"],
                 f"{key}_e2e_all_ms": r["e2e_all_ms"], f"{key}_resident_all_ms": r["resident_all_ms"]})
     log(f"  Halide CUDA{' strict_float' if strict else ''}: end to end {r['e2e_ms']:.3f} ms, "
         f"device-resident {r['resident_ms']:.3f} ms")
     return app.from_planar(apps.read_hbuf(work / f"{app.name}{'.strict' if strict else ''}.out.hbuf"))
+
+
+def hdsl_worker(name: str, work: Path, target: str, a, res: dict):
+    """hdsl's side of one app in a process of its own (--worker), under --app-timeout: a CUDA
+    error that spoils the context, or a kernel that never ends, costs that app only. Returns
+    hdsl's CUDA output, or None (res["hdsl_error"] says why)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--work", str(work), "--target", target,
+           "--calls", str(a.calls), "--warmup", str(a.warmup), "--out", str(work)] + (["--quick"] if a.quick else [])
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.app_timeout)
+        stdout, rc = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        stdout, rc = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or "", None
+        res["hdsl_error"] = f"ran past {a.app_timeout:g} s"
+    lines = stdout.splitlines()
+    for ln in lines:
+        if not ln.startswith("RESULT "):
+            print(ln, flush=True)
+    got = [json.loads(ln[len("RESULT "):]) for ln in lines if ln.startswith("RESULT ")]
+    if got:
+        res.update(got[-1])
+    elif "hdsl_error" not in res:
+        res["hdsl_error"] = f"the worker ended with status {rc} and no result: {(p.stderr or '').strip()[-1000:]}"
+    if "hdsl_error" in res:
+        log(f"  hdsl: {res['hdsl_error']}")
+        return None
+    return np.load(work / f"{name}.hdsl.npy")
+
+
+def worker(a) -> int:
+    """--worker APP: run_hdsl for one app; its result as a line `RESULT {json}`, hdsl's CUDA
+    output in WORK/APP.hdsl.npy."""
+    app = apps.APPS[a.worker]
+    res = {}
+    try:
+        inputs, params, _, out_shape = app.inputs(a.quick)
+        gpu_out = run_hdsl(app, inputs, params, out_shape, a.target, a.calls, a.warmup, res)
+        np.save(a.work / f"{app.name}.hdsl.npy", gpu_out)
+    except Exception as e:      # noqa: BLE001 -- reported in the table
+        res["hdsl_error"] = f"{type(e).__name__}: {str(e).strip()[:1000]}"
+        res["hdsl_traceback"] = traceback.format_exc()[-3000:]
+    print("RESULT " + json.dumps(res), flush=True)
+    return 0
 
 
 def fmt(v, spec=".3f"):
@@ -208,7 +244,11 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--app-timeout", type=float, default=60.0, help="seconds per app, each side")
     ap.add_argument("--quick", action="store_true", help="small inputs (benchmarks/run.py --quick's)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.worker:
+        return worker(a)
     target = a.target + ("-fast_math" if a.fast_math else "")
     a.out.mkdir(parents=True, exist_ok=True)
     meta = {"device": device_name(), "target": target,
@@ -218,30 +258,15 @@ def main(argv=None) -> int:
     log(f"device: {meta['device']}; hdsl target {target}")
     results = []
     work = Path(tempfile.mkdtemp(prefix="hdsl-gpubench-"))
-    signal.signal(signal.SIGALRM, _on_alarm)
     t_all = time.perf_counter()
     for name in a.apps:
         app = apps.APPS[name]
         res = {"app": name, "quick": a.quick}
         results.append(res)
         log(f"{name}")
-        gpu_out = None
-        try:
-            inputs, params, _, out_shape = app.inputs(a.quick)
-            h, w = out_shape[0][:2]
-            res["size"] = f"{w}x{h}"
-            signal.alarm(int(a.app_timeout))
-            try:
-                gpu_out = run_hdsl(app, inputs, params, out_shape, target, a.calls, a.warmup, res)
-            finally:
-                signal.alarm(0)
-        except AppTimeout:
-            res["hdsl_error"] = f"ran past {a.app_timeout:.0f} s"
-            log(f"  hdsl: {res['hdsl_error']}")
-        except Exception as e:      # noqa: BLE001 -- one app's failure must not lose the others
-            res["hdsl_error"] = f"{type(e).__name__}: {str(e).strip()[:1000]}"
-            res["hdsl_traceback"] = traceback.format_exc()[-3000:]
-            log(f"  hdsl failed: {res['hdsl_error']}")
+        h, w = app.inputs(a.quick)[3][0][:2]
+        res["size"] = f"{w}x{h}"
+        gpu_out = hdsl_worker(name, work, target, a, res)
         if str(a.harness) != "none":
             for strict in (False, True):
                 key = "halide_strict" if strict else "halide"
