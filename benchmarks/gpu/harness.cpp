@@ -140,25 +140,30 @@ int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<
         std::fflush(stdout);
         return 2;
     };
+    // warmup + calls calls of `call` then `finish`, each timed; `prepare` before each, untimed.
+    // Returns Halide's error code (0: none); the times after the warm-up go to `times`.
+    auto time_calls = [&](const std::function<void()> &prepare, const std::function<int()> &finish,
+                          std::vector<double> &times) {
+        for (int i = 0; i < warmup + calls; i++) {
+            prepare();
+            double t0 = now_ms();
+            int rc = call();
+            if (rc == 0) rc = finish();
+            double t1 = now_ms();
+            if (rc) return rc;
+            if (i >= warmup) times.push_back(t1 - t0);
+        }
+        return 0;
+    };
     std::vector<double> e2e, resident;
-    for (int i = 0; i < warmup + calls; i++) {
-        for (auto *b : inputs) b->set_host_dirty(true);
-        double t0 = now_ms();
-        int rc = call();
-        if (rc == 0) rc = out.copy_to_host();
-        double t1 = now_ms();
-        if (rc) return error("end-to-end", rc);
-        if (i >= warmup) e2e.push_back(t1 - t0);
-    }
+    // end to end: the inputs' host side dirty, so the runtime copies them in; the output copied out
+    int rc = time_calls([&] { for (auto *b : inputs) b->set_host_dirty(true); },
+                        [&] { return out.copy_to_host(); }, e2e);
+    if (rc) return error("end-to-end", rc);
     write_hbuf(outpath, out);
-    for (int i = 0; i < warmup + calls; i++) {
-        double t0 = now_ms();
-        int rc = call();
-        if (rc == 0) rc = out.device_sync();
-        double t1 = now_ms();
-        if (rc) return error("device-resident", rc);
-        if (i >= warmup) resident.push_back(t1 - t0);
-    }
+    // device-resident: the inputs already on the device, the output left there
+    rc = time_calls([] {}, [&] { return out.device_sync(); }, resident);
+    if (rc) return error("device-resident", rc);
     std::printf("{\"app\": \"%s\", \"target\": \"%s\", \"e2e_ms\": %.4f, \"resident_ms\": %.4f, \"calls\": %d, "
                 "\"warmup\": %d, \"e2e_all_ms\": [", app.c_str(), HALIDE_TARGET, median(e2e), median(resident), calls,
                 warmup);
