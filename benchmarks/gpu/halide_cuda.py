@@ -101,9 +101,9 @@ def interpolate_gpu(n):
 
 def camera_pipe_gpu(n):
     """apps/camera_pipe/camera_pipe_generator.cpp (v21.0.0): the CameraPipe generator's GPU
-    branch, lines 444-499, the Demosaic's (lines 159-167, placed at (processed, x) by lines
-    484-485), and the look-up tables': matrix.gpu_single_thread (275-277), curve.gpu_tile(x,
-    xi, 32) (337-340), sharpen_strength_x32.gpu_single_thread (375-377); halide_peers has
+    branch, lines 444-499, the Demosaic's (lines 159-168, placed at (processed, x) by lines
+    484-485), and the look-up tables': matrix.gpu_single_thread (274-277), curve.gpu_tile(x,
+    xi, 32) (336-340), sharpen_strength_x32.gpu_single_thread (374-377); halide_peers has
     already made the three compute_root (lines 274, 336, 374)."""
     hl = _hl()
     x, y, c = n.x, n.y, n.c
