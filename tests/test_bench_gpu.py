@@ -47,7 +47,7 @@ def test_cpu_harness_equals_hdsl_through_run_device(tmp_path):
     assert [x["app"] for x in res] == apps
     for x in res:
         assert "hdsl_error" not in x and "halide_error" not in x, x
-        for key in ("halide", "halide_strict"):         # (on the CPU both builds are strict_float)
+        for key in ("halide", "halide_strict", "halide_reuse"):     # (on the CPU both builds are strict_float)
             assert x[f"hdsl_vs_{key}"]["equal"] and x[f"hdsl_vs_{key}"]["of"] > 0, x
             assert x[f"{key}_e2e_ms"] > 0 and x[f"{key}_resident_ms"] > 0
             assert len(x[f"{key}_e2e_all_ms"]) == 2

@@ -7,12 +7,14 @@
 //   resident_ms: median time of a call whose inputs are already on the device and whose output
 //                stays there (the pipeline, then halide_device_sync);
 // each over CALLS calls after WARMUP calls. The output of the last end-to-end call is written
-// to OUTDIR/APP.out.hbuf (OUTDIR/APP.strict.out.hbuf with "strict").
+// to OUTDIR/APP[.strict][.reuse].out.hbuf.
 //
-//   harness APP INDIR OUTDIR [CALLS [WARMUP [strict]]]
+//   harness APP INDIR OUTDIR [CALLS [WARMUP [strict|default [reuse]]]]
 //
 // "strict" runs APP_cuda_strict, the pipeline compiled with Halide's strict_float (no FMA
 // contraction: hdsl's default floating point), instead of APP_cuda (Halide's default).
+// "reuse" turns on halide_reuse_device_allocations: the runtime keeps the intermediates'
+// device memory between calls instead of allocating and freeing it in each (its default).
 //
 // Without a GPU (no libcuda, no device) the pipeline returns Halide's error code, after the
 // runtime's message (also on stderr); the harness then prints {"app": ..., "error": ...} and exits 2.
@@ -179,14 +181,16 @@ int bench(const std::string &app, std::vector<halide_buffer_t *> inputs, Buffer<
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        std::fprintf(stderr, "usage: %s APP INDIR OUTDIR [CALLS [WARMUP [strict]]]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s APP INDIR OUTDIR [CALLS [WARMUP [strict|default [reuse]]]]\n", argv[0]);
         return 1;
     }
     const std::string app = argv[1], in = std::string(argv[2]) + "/" + app, outdir = argv[3];
     halide_set_error_handler(on_halide_error);
     const int calls = argc > 4 ? std::atoi(argv[4]) : 20, warmup = argc > 5 ? std::atoi(argv[5]) : 3;
     const bool strict = argc > 6 && std::string(argv[6]) == "strict";
-    const std::string outpath = outdir + "/" + app + (strict ? ".strict" : "") + ".out.hbuf";
+    const bool reuse = argc > 7 && std::string(argv[7]) == "reuse";
+    if (reuse) halide_reuse_device_allocations(nullptr, true);
+    const std::string outpath = outdir + "/" + app + (strict ? ".strict" : "") + (reuse ? ".reuse" : "") + ".out.hbuf";
     // The params: the hdsl examples' defaults, which are also the Halide apps' estimates and
     // benchmarks/run.py's values.
 #define PICK(name) (strict ? name##_cuda_strict : name##_cuda)

@@ -10,9 +10,10 @@ For each app (benchmarks/gpu/apps.py: the inputs benchmarks/run.py uses) it
   2. runs the example compiled for the host on the same inputs: hdsl's CUDA output must equal
      it exactly (the correctness claim; floats compared bit for bit, NaNs equal);
   3. runs Halide's AOT-compiled CUDA pipeline with the app's own GPU schedule (the harness,
-     built by halide_cuda.py) on the same inputs, end to end and device-resident, and compares
-     its output with hdsl's (max abs difference; Halide's default float semantics allow FMA
-     contraction, so small float differences are expected);
+     built by halide_cuda.py) on the same inputs, end to end and device-resident, three ways
+     (MODES: Halide's default floats, which allow FMA contraction; strict_float, hdsl's
+     semantics; default floats with the device allocations reused between calls), and
+     compares each output with hdsl's (max abs difference);
 and writes results.json and GPU.md (a markdown table) to --out, after each app, so a late
 failure or a timeout keeps what was measured. Each side of each app runs in a process of its
 own (hdsl's: this script with --worker) under a wall-clock limit (--app-timeout): a kernel that
@@ -102,15 +103,22 @@ def run_hdsl(app, inputs, params, out_shape, target: str, calls: int, warmup: in
     return gpu_out
 
 
+# The harness's runs: the key of their results, its extra arguments, its output file's suffix.
+MODES = {"halide": ([], ""),                                      # Halide's default floating point
+         "halide_strict": (["strict"], ".strict"),                # strict_float: hdsl's semantics
+         "halide_reuse": (["default", "reuse"], ".reuse")}        # default, device allocations reused
+MODE_NAMES = {"halide": "", "halide_strict": " strict_float", "halide_reuse": ", allocations reused"}
+
+
 def run_harness(harness: Path, app, work: Path, calls: int, warmup: int, timeout: float, res: dict,
-                strict: bool = False):
-    """Halide's side: the harness on the app's inputs (written to `work` first), its times
-    and errors in res under halide_* (halide_strict_* for the strict_float build); returns its
-    output in hdsl's layout, or None."""
-    key = "halide_strict" if strict else "halide"
+                key: str = "halide"):
+    """Halide's side: the harness on the app's inputs (written to `work` first) in mode `key`
+    (MODES), its times and errors in res under KEY_*; returns its output in hdsl's layout, or
+    None."""
+    extra, suffix = MODES[key]
     if not (work / f"{app.name}.in0.hbuf").exists():
         apps.write_inputs(app, work, quick=res["quick"])
-    cmd = [str(harness), app.name, str(work), str(work), str(calls), str(warmup)] + (["strict"] if strict else [])
+    cmd = [str(harness), app.name, str(work), str(work), str(calls), str(warmup)] + extra
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -129,9 +137,8 @@ def run_harness(harness: Path, app, work: Path, calls: int, warmup: int, timeout
     r = json.loads(lines[-1])
     res.update({f"{key}_e2e_ms": r["e2e_ms"], f"{key}_resident_ms": r["resident_ms"],
                 f"{key}_e2e_all_ms": r["e2e_all_ms"], f"{key}_resident_all_ms": r["resident_all_ms"]})
-    log(f"  Halide CUDA{' strict_float' if strict else ''}: end to end {r['e2e_ms']:.3f} ms, "
-        f"device-resident {r['resident_ms']:.3f} ms")
-    return app.from_planar(apps.read_hbuf(work / f"{app.name}{'.strict' if strict else ''}.out.hbuf"))
+    log(f"  Halide{MODE_NAMES[key]}: end to end {r['e2e_ms']:.3f} ms, device-resident {r['resident_ms']:.3f} ms")
+    return app.from_planar(apps.read_hbuf(work / f"{app.name}{suffix}.out.hbuf"))
 
 
 def hdsl_worker(name: str, work: Path, target: str, a, res: dict):
@@ -196,9 +203,10 @@ def markdown(meta: dict, results: list[dict]) -> str:
              f"and with `strict_float`; medians of {meta['calls']} calls after {meta['warmup']}; {meta['date']}.",
              "",
              "| app | size | hdsl e2e ms | Halide e2e ms | hdsl / Halide | Halide strict e2e ms "
-             "| hdsl / Halide strict | Halide resident ms | Halide strict resident ms | hdsl CUDA = hdsl host "
+             "| hdsl / Halide strict | Halide resident ms | Halide strict resident ms "
+             "| Halide resident ms, allocations reused | hdsl CUDA = hdsl host "
              "| hdsl vs Halide | hdsl vs Halide strict | hdsl compile s |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |"]
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |"]
     for r in results:
         he, ha, hs = r.get("hdsl_e2e_ms"), r.get("halide_e2e_ms"), r.get("halide_strict_e2e_ms")
         vh = r.get("hdsl_vs_host")
@@ -207,15 +215,21 @@ def markdown(meta: dict, results: list[dict]) -> str:
         lines.append(f"| {r['app']} | {r.get('size', '')} | {fmt(he)} | {fmt(ha)} | "
                      f"{fmt(he / ha if he and ha else None, '.2f')} | {fmt(hs)} | "
                      f"{fmt(he / hs if he and hs else None, '.2f')} | {fmt(r.get('halide_resident_ms'))} | "
-                     f"{fmt(r.get('halide_strict_resident_ms'))} | {eq} | {_cmp_cell(r.get('hdsl_vs_halide'))} | "
+                     f"{fmt(r.get('halide_strict_resident_ms'))} | {fmt(r.get('halide_reuse_resident_ms'))} | {eq} | {_cmp_cell(r.get('hdsl_vs_halide'))} | "
                      f"{_cmp_cell(r.get('hdsl_vs_halide_strict'))} | {fmt(r.get('hdsl_compile_s'), '.1f')} |")
-    errors = [(r["app"], k, r[k]) for r in results for k in ("hdsl_error", "halide_error", "halide_strict_error")
+    errors = [(r["app"], k, r[k]) for r in results for k in ["hdsl_error"] + [f"{m}_error" for m in MODES]
               if r.get(k)]
+    errors += [(r["app"], "halide_reuse_error", f"its output differs from the default run's "
+                f"({_cmp_cell(r['hdsl_vs_halide_reuse'])} from hdsl's)") for r in results
+               if "hdsl_vs_halide_reuse" in r and "hdsl_vs_halide" in r
+               and r["hdsl_vs_halide_reuse"] != r["hdsl_vs_halide"]]
     if errors:
         lines += ["", "Errors:", ""] + [f"- {a}, {k[:-len('_error')]}: {msg}" for a, k, msg in errors]
     lines += ["", "e2e: NumPy arrays (hdsl) or host buffers (Halide) in and out: the host -> device copies of the "
               "inputs and the device -> host copy of the output are inside. resident (Halide only; hdsl has no "
-              "API for it): the inputs already on the device, the output left there, then halide_device_sync. "
+              "API for it): the inputs already on the device, the output left there, then halide_device_sync; "
+              "allocations reused: with halide_reuse_device_allocations on (otherwise Halide's runtime allocates "
+              "and frees its intermediates' device memory in each call, as hdsl does). "
               "hdsl vs Halide: the largest absolute difference of the outputs (equal: bit for bit)."]
     return "\n".join(lines) + "\n"
 
@@ -268,10 +282,9 @@ def main(argv=None) -> int:
         res["size"] = f"{w}x{h}"
         gpu_out = hdsl_worker(name, work, target, a, res)
         if str(a.harness) != "none":
-            for strict in (False, True):
-                key = "halide_strict" if strict else "halide"
+            for key in MODES:
                 try:
-                    halide_out = run_harness(a.harness, app, work, a.calls, a.warmup, a.app_timeout, res, strict)
+                    halide_out = run_harness(a.harness, app, work, a.calls, a.warmup, a.app_timeout, res, key)
                     if halide_out is None:
                         log(f"  Halide: {res.get(key + '_error')}")
                 except Exception as e:  # noqa: BLE001
@@ -280,7 +293,7 @@ def main(argv=None) -> int:
                     halide_out = None
                 if gpu_out is not None and halide_out is not None:
                     res[f"hdsl_vs_{key}"] = compare(gpu_out, halide_out)
-                    log(f"  hdsl vs Halide{' strict_float' if strict else ''}: {res['hdsl_vs_' + key]}")
+                    log(f"  hdsl vs Halide{MODE_NAMES[key]}: {res['hdsl_vs_' + key]}")
             for f in work.glob(f"{name}.*"):
                 f.unlink()
         meta["total_s"] = time.perf_counter() - t_all
