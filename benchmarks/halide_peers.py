@@ -7,10 +7,16 @@ The four ports of Halide's apps (local_laplacian, bilateral_grid, camera_pipe, i
 were checked line by line against the apps' generator sources at Halide commit
 abbf7ff983dc19d9994d32c5a5d11a8cdda88ed8 (HALIDE_COMMIT); each docstring names the file and
 lines it follows. The tests (tests/examples/test_*.py) also compare each of them with a NumPy
-implementation written from those sources, so a slip shared by a peer and its example shows."""
+implementation written from those sources, so a slip shared by a peer and its example shows.
+
+An app builder's `schedule` may also be a callable: it is then called with a namespace of
+the pipeline's Funcs, Vars, RDoms, ImageParams and Params (by their names here) instead of
+scheduling, and the builder returns what it returns, building no Peer (benchmarks/gpu/halide_cuda.py
+schedules the apps for CUDA this way and compiles them ahead of time)."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -76,8 +82,9 @@ def autoschedule(name: str, out, out_extents, image_params, params=()) -> None:
         print(f"---- Halide {name} schedule of {out.name()}\n{res.schedule_source}", flush=True)
 
 
-def blur(img: np.ndarray, auto: str | None = None) -> Peer:
-    """3x3 box blur of u16, repeated edges, the 2012 paper's tiled schedule (examples/blur.hl)."""
+def blur(img: np.ndarray, auto: str | None = None, schedule=True) -> Peer:
+    """3x3 box blur of u16, repeated edges, the 2012 paper's tiled schedule (examples/blur.hl).
+    schedule: a callable schedules instead (as in the apps below)."""
     hl = _hl()
     h, w = img.shape
     inp = hl.ImageParam(hl.UInt(16), 2, "img")
@@ -88,6 +95,8 @@ def blur(img: np.ndarray, auto: str | None = None) -> Peer:
     out[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
     if auto:
         autoschedule(auto, out, [w, h], [(inp, [w, h])])
+    elif callable(schedule):   # the caller schedules (every Func, Var and param by name) and takes over
+        return schedule(SimpleNamespace(**locals()))
     else:
         out.tile(x, y, xi, yi, 256, 32).vectorize(xi, 16).parallel(y)
         bx.compute_at(out, x).vectorize(x, 16)
@@ -158,7 +167,7 @@ def iir1d(sig: np.ndarray, b0: float = 0.5, a1: float = 0.5) -> Peer:
 
 
 def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: float = 1.0,
-                    strict: bool = False, schedule: bool = True, auto: str | None = None,
+                    strict: bool = False, schedule=True, auto: str | None = None,
                     target: str = "host") -> Peer:
     """Halide's apps/local_laplacian at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/local_laplacian/local_laplacian_generator.cpp lines 18-87 with its downsample and
@@ -240,6 +249,8 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
     if auto:                   # Halide's autoscheduler instead (auto: its name)
         autoschedule(auto, output, [w, h, 3], [(inp, [w, h, 3])], [(p_levels, levels), (p_alpha, alpha),
                                                                    (p_beta, beta)])
+    elif callable(schedule):   # the caller schedules (every Func, Var and param by name) and takes over
+        return schedule(SimpleNamespace(**locals()))
     elif schedule:             # the app's CPU schedule
         remap.compute_root()
         output.reorder(c, x, y).split(y, yo, y, 64).parallel(yo).vectorize(x, 8)
@@ -266,7 +277,7 @@ def local_laplacian(img: np.ndarray, levels: int = 8, alpha: float = 1.0, beta: 
     return Peer(output, hl.Buffer(hl.UInt(16), [w, h, 3]), [planar], lambda a: a.transpose(1, 2, 0), strict, target)
 
 
-def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule: bool = True,
+def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, schedule=True,
                    auto: str | None = None, target: str = "host") -> Peer:
     """Halide's apps/bilateral_grid at commit abbf7ff9 (HALIDE_COMMIT): the algorithm of
     apps/bilateral_grid/bilateral_grid_generator.cpp lines 14-67, s_sigma = 8 (line 8), r_sigma an
@@ -312,6 +323,8 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
     out[x, y] = interpolated[x, y, 0] / interpolated[x, y, 1]
     if auto:
         autoschedule(auto, out, [w, h], [(inp, [w, h])], [(rs, r_sigma)])
+    elif callable(schedule):   # the caller schedules (every Func, Var and param by name) and takes over
+        return schedule(SimpleNamespace(**locals()))
     elif schedule:
         blurz.compute_at(blurx, y).reorder(c, z, x, y).vectorize(x, 8).unroll(c)
         histogram.compute_at(blurz, y)
@@ -330,7 +343,7 @@ def bilateral_grid(img: np.ndarray, r_sigma: float = 0.1, strict: bool = False, 
 
 def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h: int, color_temp: float = 3700.0,
                 gamma: float = 2.0, contrast: float = 50.0, sharpen_strength: float = 1.0, blackLevel: int = 25,
-                whiteLevel: int = 1023, strict: bool = False, schedule: bool = True, auto: str | None = None,
+                whiteLevel: int = 1023, strict: bool = False, schedule=True, auto: str | None = None,
                 target: str = "host") -> Peer:
     """Halide's apps/camera_pipe at commit abbf7ff9 (HALIDE_COMMIT), followed line by line in
     apps/camera_pipe/camera_pipe_generator.cpp: avg, blur121 and the interleaves (lines 15-35),
@@ -460,6 +473,8 @@ def camera_pipe(raw: np.ndarray, m3200: np.ndarray, m7000: np.ndarray, w: int, h
             f.compute_root()
     if auto:
         pass
+    elif callable(schedule):   # the caller schedules (every Func, Var and param by name) and takes over
+        return schedule(SimpleNamespace(**locals()))
     elif schedule:             # the app's CPU schedule (lines 499-564; the Demosaic's, 169-186)
         ht = halide_target(target)
         strip_size = 32                                      # lines 512-515
@@ -542,7 +557,7 @@ def unsharp(img: np.ndarray, sigma: float = 1.5, amount: float = 1.0, strict: bo
 
 
 def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str | None = None,
-                schedule: bool = True, target: str = "host") -> Peer:
+                schedule=True, target: str = "host") -> Peer:
     """Halide's apps/interpolate at commit abbf7ff9 (HALIDE_COMMIT), followed line by line in
     apps/interpolate/interpolate_generator.cpp: the algorithm of lines 20-72 (push-pull over
     L = levels = 10 levels, line 15; before level 4 the previous level is clamped to
@@ -575,9 +590,11 @@ def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str |
         downx[l][x, y, c] = (prev[x * 2 - 1, y, c] + f(2.0) * prev[x * 2, y, c] + prev[x * 2 + 1, y, c]) * f(0.25)
         ds[l][x, y, c] = (downx[l][x, y * 2 - 1, c] + f(2.0) * downx[l][x, y * 2, c] + downx[l][x, y * 2 + 1, c]) * f(0.25)
     it = [hl.Func(f"interpolated_{l}") for l in range(L)]
+    upsampledx = {}
     it[L - 1][x, y, c] = ds[L - 1][x, y, c]                                   # lines 58-69
     for l in range(L - 2, -1, -1):
         ux, uy = hl.Func(f"upsampledx_{l}"), hl.Func(f"upsampled_{l}")
+        upsampledx[l] = ux
         ux[x, y, c] = (it[l + 1][x // 2, y, c] + it[l + 1][(x + 1) // 2, y, c]) / f(2.0)
         uy[x, y, c] = (ux[x, y // 2, c] + ux[x, (y + 1) // 2, c]) / f(2.0)
         it[l][x, y, c] = ds[l][x, y, c] + (f(1.0) - ds[l][x, y, 3]) * uy[x, y, c]
@@ -585,6 +602,8 @@ def interpolate(rgba: np.ndarray, L: int = 10, strict: bool = False, auto: str |
     out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
     if auto:
         autoschedule(auto, out, [w, h, 3], [(inp, [w, h, 4])])
+    elif callable(schedule):   # the caller schedules (every Func, Var and param by name) and takes over
+        return schedule(SimpleNamespace(**locals()))
     elif schedule:             # the app's CPU schedule, lines 146-198
         vec = halide_target(target).natural_vector_size(hl.Float(32))        # line 149
         xo, xi, yo, yi = hl.Var("xo"), hl.Var("xi"), hl.Var("yo"), hl.Var("yi")
