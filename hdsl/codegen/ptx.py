@@ -175,7 +175,15 @@ class CodeGenPTX(CodeGenLLVM):
             mem = self.entry_alloca(st, et, max(n, 1))
             mem.align = SHARED_ALIGN
         else:
+            # a per-thread array of run-time size: a dynamic alloca, between a stack save and
+            # restore so that a loop does not grow the thread's stack by one array per
+            # iteration (without them, a Func computed inside a serial loop of a kernel ran
+            # past its thread's local memory on an H200: "an illegal memory access")
+            saved = b.call(self.decl("llvm.stacksave.p0", PTR, []), [])
             mem = b.alloca(et, size=b.trunc(self._i64(st, s.size), I32T))
+            self._bind(st, s, mem)
+            st.b.call(self.decl("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [saved])
+            return
         self._bind(st, s, mem)
 
     def _bind(self, st: _Fn, s: Allocate, mem):

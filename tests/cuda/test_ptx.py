@@ -239,6 +239,33 @@ def test_a_per_thread_array_of_run_time_size_needs_ptx_7_3():
     assert "alloca" in body_of(ptx, "dynlocal")
 
 
+def test_a_per_thread_array_of_run_time_size_in_a_loop_gives_its_stack_back():
+    """A dynamic alloca inside a kernel's serial loop, between stacksave and stackrestore: each
+    iteration's array is given back before the next. Without them every iteration took another
+    array from the thread's stack, which on an H200 ran past the thread's local memory ("an
+    illegal memory access was encountered": random GPU schedules of `sat` and `recursive`
+    computing a Func of run-time size inside a thread's serial loop). The host-emulated
+    kernels free theirs (hdsl/codegen/cpu.py), so only a real GPU showed it."""
+    i, m, j = Var("i"), Var("m"), Var("j")
+    inner = Allocate("tmp", F32, m, Block((
+        For("k", I0, m, "serial", Store("tmp", Var("k"), Load("x", ops.binop("+", i, Var("k")), F32))),
+        Store("y", ops.binop("+", ops.binop("*", i, c(8)), j), Load("tmp", ops.binop("%", j, m), F32)))), "gpu_local")
+    body = For("bx", I0, Var("n"), "gpu_block", For("tx", I0, c(32), "gpu_thread",
+               LetStmt("i", ops.binop("+", ops.binop("*", Var("bx"), c(32)), Var("tx")),
+                       For("j", I0, c(8), "serial", inner))))
+    kern = Kernel("looplocal", (buf("x", access="r"), buf("y", access="w"), scalar("n"), scalar("m")),
+                  body, (c(32),), I0)
+    text = body_of(ptx_of([kern]), "looplocal")
+    lines = [ln.split()[0] for ln in text.splitlines() if ln.split() and ln.split()[0].rstrip(";") in
+             ("stacksave.u64", "alloca.u64", "stackrestore.u64")]
+    # (LLVM unrolls the loop: a save, an alloca and a restore per copy, in that order; the last
+    # copy's restore is dropped, the kernel ending right after it)
+    allocas = [k for k, op in enumerate(lines) if op == "alloca.u64"]
+    assert len(allocas) >= 2
+    for a, b in zip(allocas, allocas[1:]):
+        assert lines[a - 1:b] == ["stacksave.u64", "alloca.u64", "stackrestore.u64", "stacksave.u64"][:b - a + 1]
+
+
 def test_shared_allocations_in_an_unrolled_block_loop_are_one_each():
     """An unrolled loop at block level generates its body once per iteration: each copy's
     gpu_shared allocation is an array of its own (the second copy once failed on the name)."""
