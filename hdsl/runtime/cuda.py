@@ -1,17 +1,18 @@
 """The "cuda" device (hdsl/runtime/device.py's table) with pycuda, and the device code a
 CUDA pipeline loads.
 
-NOT RUN BY THE TESTS: no machine the project's tests run on has an NVIDIA GPU, so the
-pycuda calls below (`_driver`, `CudaDevice`'s entry points) have never run; what the tests
-check is everything around them: the PTX (hdsl/codegen/ptx.py, assembled by ptxas), the
-argument packing (`pack_args`), the device code cache, and the one-sentence error where
-pycuda or a driver is missing. docs/gpu.md says so too.
+CI has no NVIDIA GPU, so CI never runs the pycuda calls below (`_driver`, `CudaDevice`'s
+entry points); what it checks is everything around them: the PTX (hdsl/codegen/ptx.py,
+assembled by ptxas), the argument packing (`pack_args`), the device code cache, and the
+one-sentence error where pycuda or a driver is missing. They ran on an NVIDIA H200 on
+2026-11-27 (`HDSL_TEST_TARGET=cuda` over the GPU tests; docs/gpu.md has the results).
 
 - Importing hdsl never imports pycuda: it is imported when a CudaDevice is made (by
   `Pipeline.compile("cuda")`). Without pycuda, or without a driver or GPU, that raises an
   HdslError of one sentence saying how to install the extra on a GPU machine.
-- One CUDA context per process (the device's primary context), made on first use and made
-  current in whichever thread calls the pipeline.
+- One CUDA context per process (the device's primary context), made on first use, pushed
+  on the calling thread's context stack for the length of one call and popped after it
+  (pycuda aborts the process when a thread ends with a context left on its stack).
 - A pipeline's kernels are one PTX module (`DeviceCode`): made from the lowered pipeline,
   kept in the compile cache next to the host object under the same key (sources,
   schedule, target, compiler version), and loaded once per process per PTX text.
@@ -21,7 +22,6 @@ pycuda or a driver is missing. docs/gpu.md says so too.
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import hashlib
 import json
@@ -100,11 +100,18 @@ _state_lock = threading.Lock()
 _context = None
 _modules: dict[str, object] = {}          # sha256 of the PTX -> pycuda Module
 _opted_in: dict[tuple, int] = {}          # (id of a Module, kernel) -> the dynamic shared bytes it opted in to
+# A kernel that faults (an illegal address, say) leaves the context unusable until the process
+# ends (CUDA's "sticky" errors): every later call would fail at its first cuMemAlloc. The first
+# such failure is kept, and later calls name it instead.
+STICKY = ("illegal memory access", "illegal address", "misaligned address", "illegal instruction",
+          "unspecified launch failure", "hardware stack error", "invalid program counter")
+_broken: str | None = None
 
 
 def _driver():
-    """pycuda.driver with the process's context current in this thread; an HdslError (one
-    sentence) where pycuda, the driver or a GPU is missing."""
+    """pycuda.driver, with the process's context made (not pushed: `CudaDevice.use` makes it
+    current for one call); an HdslError (one sentence) where pycuda, the driver or a GPU is
+    missing."""
     global _context
     try:
         import pycuda.driver as cuda
@@ -117,23 +124,9 @@ def _driver():
                 if cuda.Device.count() == 0:
                     raise HdslError(NO_CUDA.format(why="the driver finds no GPU"), None)
                 _context = cuda.Device(0).retain_primary_context()
-                atexit.register(_close, cuda)
             except cuda.Error as e:
                 raise HdslError(NO_CUDA.format(why=f"the CUDA driver failed: {e}"), None) from None
-    if cuda.Context.get_current() is None:
-        _context.push()
     return cuda
-
-
-def _close(cuda) -> None:
-    """At exit: the context off this thread's stack (pycuda warns about one left pushed)."""
-    global _context
-    try:
-        if cuda.Context.get_current() is not None:
-            cuda.Context.pop()
-    except Exception:       # (a driver already torn down: nothing left to release)
-        pass
-    _context = None
 
 
 class CudaDevice(Device):
@@ -145,11 +138,20 @@ class CudaDevice(Device):
         self.code: DeviceCode | None = None
         self.module = None
         self.allocations: dict[int, object] = {}
+        self._pushed = False        # the context is on this call's thread's stack (use .. release)
 
     def use(self, code: DeviceCode) -> None:
-        """The kernels of the variant about to run (loaded once per process per PTX)."""
+        """A call begins: the process's context is made current in this thread for the call
+        (`release` pops it: pycuda aborts the process when a thread ends with a context still
+        on its stack), and the variant's kernels are loaded (once per process per PTX)."""
         key = hashlib.sha256(code.ptx.encode()).hexdigest()
         cuda = _driver()            # (outside the lock, which _driver takes itself)
+        if _broken is not None:
+            raise HdslError(f"this process's CUDA context is unusable since {_broken}: CUDA keeps "
+                            "such an error until the process ends", None, "run the pipeline in a new process")
+        if not self._pushed:
+            _context.push()
+            self._pushed = True
         with _state_lock:
             module = _modules.get(key)
             if module is None:
@@ -157,7 +159,6 @@ class CudaDevice(Device):
         self.code, self.module = code, module
 
     def malloc(self, nbytes: int) -> int:
-        _driver()
         mem = self.cuda.mem_alloc(max(int(nbytes), 1))
         self.allocations[int(mem)] = mem
         return int(mem)
@@ -168,17 +169,15 @@ class CudaDevice(Device):
             mem.free()
 
     def copy_to_device(self, handle: int, host: int, nbytes: int) -> None:
-        _driver()
         self.cuda.memcpy_htod(handle, (ctypes.c_char * nbytes).from_address(host))
 
     def copy_to_host(self, host: int, handle: int, nbytes: int) -> None:
-        _driver()
         self.cuda.memcpy_dtoh((ctypes.c_char * nbytes).from_address(host), handle)
 
     def launch(self, kernel: str, host_fn, grid, threads, shared_bytes: int, args) -> None:
         if self.module is None or kernel not in self.code.kernels:
             raise RuntimeError(f"kernel {kernel} is not in the loaded module")
-        cuda = _driver()
+        cuda = self.cuda
         info = self.code.kernels[kernel]
         fn = self.module.get_function(kernel)
         # dynamic shared memory only for a kernel with gpu_shared allocations of run-time size
@@ -198,9 +197,18 @@ class CudaDevice(Device):
                block=tuple(int(t) for t in threads), shared=shared)
             cuda.Context.synchronize()
         except cuda.Error as e:
+            global _broken
+            if _broken is None and any(what in str(e) for what in STICKY):
+                _broken = f"kernel {kernel} failed ({str(e).strip(' -')})"
             raise RuntimeError(f"kernel {kernel} failed: {e}") from None
 
     def release(self) -> None:
-        for mem in self.allocations.values():
-            mem.free()
-        self.allocations.clear()
+        """A call ends: its device memory freed, the context popped off this thread's stack."""
+        try:
+            for mem in self.allocations.values():
+                mem.free()
+        finally:
+            self.allocations.clear()
+            if self._pushed:
+                self._pushed = False
+                self.cuda.Context.pop()

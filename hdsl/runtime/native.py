@@ -245,8 +245,8 @@ class NativePipeline:
                 ptrs.append(ctypes.addressof(self.device.table()))
                 self.device.error = None
                 self.device.launches.clear()      # (this call's launches only: no growth per call)
-                self.device.use(variant.device_code)
                 try:
+                    self.device.use(variant.device_code)
                     code, info = variant.fn(ptrs)
                 finally:
                     self.device.release()
