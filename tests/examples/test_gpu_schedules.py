@@ -106,7 +106,10 @@ def test_camera_pipe_cuda_schedule():
 def test_level_set_cuda_schedule(which):
     """As its CPU schedule (test_level_set.py): equal to the evaluator for the step phi, within
     the few ulp the C library's and NumPy's sin/cos differ by (amplified by the divergences)
-    for the smooth one; and equal bit for bit to the CPU schedule, which calls the same sin/cos."""
+    for the smooth one; and under cuda-emulate equal bit for bit to the CPU schedule, which
+    calls the same sin/cos. On a GPU, sin/cos are libdevice's, which differ from the C
+    library's in the last bits (docs/gpu.md; seen on an H200): there the smooth phi is held
+    to the evaluator's bound only."""
     from .test_level_set import PARAMS, _phis
     img = load_image(IMAGES / "shapes.png")[30:78, 20:84]
     phi = _phis(*img.shape)[which]
@@ -117,7 +120,8 @@ def test_level_set_cuda_schedule(which):
         assert np.array_equal(got, interp)
     else:
         assert np.abs(got - interp).max() < 1e-4
-    assert np.array_equal(got, p.compile("host")(img=img, phi=phi, **PARAMS))
+    if which == "step" or GPU_TARGET == "cuda-emulate":
+        assert np.array_equal(got, p.compile("host")(img=img, phi=phi, **PARAMS))
     # img, phi, and the two the host computes: the weights and their sum; 4 kernels
     assert counts["to_device"] == 4 and counts["launch"] == 4
 
