@@ -26,9 +26,9 @@ on the thread pool and whose thread loops run one after another.
 from __future__ import annotations
 
 import ctypes
+import mmap
 from collections import Counter
 
-import numpy as np
 
 ERR_DEVICE = 7          # a device call failed (the Device keeps the exception: `error`)
 
@@ -126,19 +126,35 @@ class Device:
         self.launches.clear()
 
 
+PAGE = mmap.PAGESIZE
+
+
 class HostEmulatedDevice(Device):
-    """Device memory is host memory of its own; a launch runs the kernel compiled for the host."""
+    """Device memory is host memory of its own; a launch runs the kernel compiled for the host.
+
+    Each device buffer is mapped on its own pages with an unreadable page after it, and its end
+    rounded only to the 4 bytes of the widest scalar a kernel moves at once: a kernel that reads
+    or writes past a buffer's end faults here as it would on a GPU (an illegal address there),
+    where a buffer inside a larger host allocation would hide it. (Too far before the start
+    faults too, on the unreadable page below; a few bytes before it do not.)"""
 
     name = "host_emulate"
 
     def __init__(self):
         super().__init__()
-        self.memory: dict[int, np.ndarray] = {}
+        self.memory: dict[int, mmap.mmap] = {}
 
     def malloc(self, nbytes: int) -> int:
-        arr = np.empty(max(int(nbytes), 1) + 64, dtype=np.uint8)
-        handle = (arr.ctypes.data + 63) // 64 * 64        # 64-byte aligned, as a GPU's
-        self.memory[handle] = arr
+        size = (max(int(nbytes), 1) + 3) // 4 * 4
+        pages = (size + PAGE - 1) // PAGE
+        m = mmap.mmap(-1, (pages + 2) * PAGE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        libc = ctypes.CDLL(None, use_errno=True)
+        for page in (base, base + (pages + 1) * PAGE):       # the guard pages below and above
+            if libc.mprotect(ctypes.c_void_p(page), ctypes.c_size_t(PAGE), 0) != 0:
+                raise OSError(ctypes.get_errno(), "mprotect failed")
+        handle = base + (pages + 1) * PAGE - size            # the buffer ends at the guard page
+        self.memory[handle] = m
         return handle
 
     def free(self, handle: int) -> None:

@@ -120,3 +120,18 @@ def test_calls_from_several_threads_each_get_their_own_device_state(image):
         outs = list(ex.map(lambda _: c(img=image), range(16)))
     assert all(np.array_equal(o, ref) for o in outs)
     assert c.native.device.counts["launch"] == 32 and c.native.device.counts["to_host"] == 16
+
+
+def test_emulated_device_memory_ends_at_an_unreadable_page():
+    """cuda-emulate's device buffers end where a GPU's would fault: a kernel reading or writing
+    past a buffer's end stops the process (SIGSEGV) instead of reading a neighbour's bytes, as
+    the illegal address it would be on a GPU. The last byte of the (4-byte rounded) buffer is
+    readable."""
+    import subprocess
+    import sys
+    code = ("import ctypes; from hdsl.runtime.device import HostEmulatedDevice as D; d = D(); h = d.malloc(10); "
+            "ctypes.memset(h, 7, 12); print(ctypes.c_char.from_address(h + 11).value, flush=True); "
+            "ctypes.c_char.from_address(h + 12).value")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "b'\\x07'"
+    assert r.returncode == -11          # SIGSEGV at the first byte past it
