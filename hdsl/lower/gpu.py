@@ -31,7 +31,11 @@ Five passes (their places in lower.py's PASSES):
 - `check_block_limits`, after outlining, for a target with a shared-memory limit (cuda):
   each kernel's shared bytes against it, an error at the directive where constant, else an
   Assert before the launch (ERR_SHARED_MEMORY, reported by the runtime at the directive);
-  and a block's threads where their count is a run-time value (ERR_BLOCK_THREADS).
+  a block's threads where their count is a run-time value (ERR_BLOCK_THREADS); and CUDA's
+  limits per dim (MAX_GRID blocks, MAX_BLOCK threads: y and z grids of at most 65535 blocks,
+  a z of at most 64 threads), an error at the Func's GPU directive where constant, else an
+  Assert before the launch (ERR_GRID_LIMIT). cuda-emulate checks them too, so that CI finds
+  a launch a GPU would refuse ("invalid argument").
 
 - `device_copies`, after outlining: DeviceSync statements where host code touches a
   buffer that kernels use (see its docstring).
@@ -544,8 +548,13 @@ def kernels_of(stmt: Stmt) -> list[LaunchKernel]:
 
 
 # ------------------------------------------------------------------ shared memory limit
-ERR_SHARED_MEMORY = 8       # run-time error codes (hdsl/lower/loops.py has 1 .. 6 and 10, runtime/device.py 7)
+ERR_SHARED_MEMORY = 8       # run-time error codes (hdsl/lower/loops.py has 1 .. 6, 10 and 11, runtime/device.py 7)
 ERR_BLOCK_THREADS = 9
+ERR_GRID_LIMIT = 12
+# CUDA's limits per dim, x first (the CUDA C++ Programming Guide's table of compute
+# capabilities: the same for every architecture from 3.0 on)
+MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
 
 
 def check_block_limits(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
@@ -566,15 +575,25 @@ def check_block_limits(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
 
     def visit(s: Stmt) -> Stmt:
         if isinstance(s, LaunchKernel):
-            k = s.kernel
+            k, grid = s.kernel, s.grid
             count: Expr = Const(I64, 1)
             for t in k.threads:
                 count = BinOp("*", count, _cast(t, I64), I64)
             count = simplify(count)
+            kfunc = _loop_parts(k.body.var)[0]
             if not isinstance(count, Const):
                 ok = BinOp("<=", count, Const(I64, MAX_THREADS), BOOL)
-                s = block(Assert(ok, ERR_BLOCK_THREADS, (Const(I64, order.get(_loop_parts(k.body.var)[0], -1)),
-                                                         count)), s)
+                s = block(Assert(ok, ERR_BLOCK_THREADS, (Const(I64, order.get(kfunc, -1)), count)), s)
+            for what, sizes, limits in ((0, grid, MAX_GRID), (1, k.threads, MAX_BLOCK)):
+                for dim, (n, most) in enumerate(zip(sizes, limits)):
+                    n = simplify(_cast(n, I64))
+                    if isinstance(n, Const):
+                        if n.value > most:
+                            raise grid_limit_error(kfunc, what, dim, n.value, sched)
+                    elif what == 0 or dim == 2:     # (threads along x or y: within the 1024 in all)
+                        ok = BinOp("<=", n, Const(I64, most), BOOL)
+                        s = block(Assert(ok, ERR_GRID_LIMIT, (Const(I64, order.get(kfunc, -1)), Const(I64, what),
+                                                              Const(I64, dim), n)), s)
             funcs = _shared_funcs(k.body)
             if not funcs:
                 return s
@@ -646,6 +665,28 @@ def block_threads_error(func: str, count: int, sched: Schedule | None) -> HdslEr
                      f"{MAX_THREADS} threads per block", d.span if d is not None else None,
                      "its thread loops' extents are run-time values: give them constant sizes (gpu_tile, or "
                      "split before gpu_threads)")
+
+
+def grid_limit_error(func: str, what: int, dim: int, count: int, sched: Schedule | None,
+                     at_run_time: bool = False) -> HdslError:
+    """A kernel of 'func' launched with more blocks (what 0) or threads (what 1) along one dim
+    than CUDA allows there (MAX_GRID, MAX_BLOCK): an error at the Func's GPU directive."""
+    d = None
+    if sched is not None:
+        for fid, ds in sched.directives.items():
+            if sched.funcs[fid].name == func:
+                d = next((x for x in ds if x.name in GPU_DIRECTIVES), d)
+    axis = "xyz"[dim]
+    most = (MAX_GRID, MAX_BLOCK)[what][dim]
+    when = " at these sizes" if at_run_time else ""
+    if what == 0:
+        msg = f"a GPU grid of {count} blocks along {axis}{when} (the kernel of '{func}'): CUDA allows at most {most}"
+        hint = (f"use larger tiles along the loop that becomes the grid's {axis} (gpu_tile sizes), or make the "
+                "longest block loop the innermost one (x: up to 2^31 - 1 blocks)")
+    else:
+        msg = f"a GPU block {count} threads long along {axis}{when} (the kernel of '{func}'): CUDA allows at most {most}"
+        hint = "make the longest thread loop the innermost one (x), or use smaller tiles"
+    return HdslError(msg, d.span if d is not None else None, hint)
 
 
 def _limits() -> dict:

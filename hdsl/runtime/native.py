@@ -12,7 +12,7 @@ from hdsl.diagnostics import HdslError, bound_too_small, output_written_outside
 from hdsl.ir.func import Pipeline
 from hdsl.lower.loops import (ERR_BOUND_DIRECTIVE, ERR_BUFFER_TOO_LARGE, ERR_FLOAT_COORDINATE, ERR_FOLD_TOO_SMALL,
                               ERR_INPUT_BOUNDS, ERR_OUT_OF_MEMORY, ERR_OUTPUT_BOUNDS)
-from hdsl.lower.gpu import ERR_BLOCK_THREADS, ERR_SHARED_MEMORY
+from hdsl.lower.gpu import ERR_BLOCK_THREADS, ERR_GRID_LIMIT, ERR_SHARED_MEMORY
 from hdsl.runtime.device import ERR_DEVICE, device_for
 from hdsl.target import Target, parse_target
 
@@ -334,6 +334,11 @@ class NativePipeline:
             from hdsl.lower.gpu import block_threads_error
             f, sched = self._func_at(info[0])
             return block_threads_error(f.name if f else "a Func", int(info[1]), sched)
+        if code == ERR_GRID_LIMIT:
+            from hdsl.lower.gpu import grid_limit_error
+            f, sched = self._func_at(info[0])
+            return grid_limit_error(f.name if f else "a Func", int(info[1]), int(info[2]), int(info[3]), sched,
+                                    at_run_time=True)
         if code == ERR_OUT_OF_MEMORY:
             return HdslError("out of memory", None)
         if code == ERR_BUFFER_TOO_LARGE:

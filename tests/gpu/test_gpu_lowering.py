@@ -210,3 +210,38 @@ def test_a_block_of_run_time_size_is_checked_before_the_launch():
     d = e.value.diagnostics[0]
     assert "a GPU block of 1500 threads at these sizes (the kernel of 'out'): at most 1024" in d.message
     assert d.span is not None and d.span.line == 11
+
+
+def test_a_thread_dim_longer_than_cudas_is_an_error_at_the_directive():
+    """CUDA's block may be 1024 threads along x and y but only 64 along z (the CUDA C++
+    Programming Guide's table of compute capabilities, 'maximum z-dimension of a block'); a
+    GPU refuses the launch ("invalid argument") where the host emulation would run it."""
+    p = hdsl.loads(VOLUME.replace("SCHED", "out.gpu_tile(x, y, z, xi, yi, zi, 2, 2, 128)"))
+    with pytest.raises(HdslError) as e:
+        lower(p.ir, "cuda", "cuda-emulate")
+    d = e.value.diagnostics[0]
+    assert "a GPU block 128 threads long along z (the kernel of 'out'): CUDA allows at most 64" in d.message
+    assert d.span is not None and "gpu_tile" in VOLUME.replace("SCHED", "out.gpu_tile").splitlines()[d.span.line - 1]
+    k, = kernels_of(lower(hdsl.loads(VOLUME.replace("SCHED", "out.gpu_tile(x, y, z, xi, yi, zi, 2, 2, 64)")).ir,
+                          "cuda", "cuda-emulate").stmt)
+    assert [t.value for t in k.kernel.threads] == [2, 2, 64]
+
+
+def test_a_grid_longer_than_cudas_is_checked_before_the_launch():
+    """A grid may be 2^31 - 1 blocks along x but only 65535 along y and z (the same table): a
+    one-row tile over 70002 rows needs 70002 blocks along y, refused before the launch at the
+    directive; the same tiles along x run."""
+    import numpy as np
+    p = hdsl.loads(with_cuda_schedule(HEAD, "out.gpu_tile(x, y, xi, yi, 1, 1)"))
+    c = p.compile("cuda-emulate")
+    tall = np.zeros((70002, 1), np.uint16)
+    with pytest.raises(HdslError) as e:
+        c(img=tall)
+    d = e.value.diagnostics[0]
+    assert "a GPU grid of 70002 blocks along y at these sizes (the kernel of 'out'): CUDA allows at most 65535" \
+        in d.message
+    src = with_cuda_schedule(HEAD, "out.gpu_tile(x, y, xi, yi, 1, 1)").splitlines()
+    assert d.span is not None and src[d.span.line - 1].strip() == "out.gpu_tile(x, y, xi, yi, 1, 1)"
+    assert "innermost" in d.hint and c.native.device.counts["launch"] == 0
+    wide = (np.arange(3 * 70000) % 997).astype(np.uint16).reshape(3, 70000)
+    assert np.array_equal(c(img=wide), p(img=wide))
