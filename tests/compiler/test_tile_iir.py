@@ -283,10 +283,11 @@ def _order3_by_hand(img):
     return want
 
 
-def test_tiles_as_long_as_the_filters_order():
+@pytest.mark.parametrize("schedule", ["t2", "t3"])
+def test_tiles_as_long_as_the_filters_order_and_shorter(schedule):
     p = hdsl.loads(ORDER3, "iir3.hl")
     img = np.random.RandomState(3).rand(41).astype(np.float32)
-    got = p.compile("host", schedule="t3")(img=img)
+    got = p.compile("host", schedule=schedule)(img=img)
     np.testing.assert_allclose(got, _order3_by_hand(img), rtol=1e-5, atol=1e-6)
 
 
