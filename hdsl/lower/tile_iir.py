@@ -8,9 +8,11 @@ y[p] = b0 * g[p] + a1 * y[p-1] + … + ak * y[p-k] over positions p = 0 .. P-1):
           (`f.intra<s>(i, t, …)`, i the position in tile t): all tiles at once;
 - weights: W(m, j), the filter's response at offset m of a tile to a unit
           value j places before the tile and zeros elsewhere (`f.weights<s>`);
-- tails:  the true last k values of each tile, a short serial chain over the
-          tiles, T(t)[j] = intra(n - j, t) + Σ_l W(n - j, l) · T(t - 1)[l]
-          (`f.tail<s>`, a tuple of k values);
+- tails:  the true k values before the end of each tile, a short serial chain over
+          the tiles, T(t)[j] = intra(n - j, t) + Σ_l W(n - j, l) · T(t - 1)[l] for
+          j <= n; a tile shorter than the order (n < k) has only n values of its own,
+          and the others are the tile before's: T(t)[j] = T(t - 1)[j - n] for j > n
+          (`f.tail<s>`, a tuple of k values; j counted from 1 here);
 - final:  y[t·n + i] = intra(i, t) + Σ_l W(i, l) · T(t - 1)[l]
           (`f.tiled<s>`), and outside [lo, hi) the values before the filter.
 
@@ -452,9 +454,11 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
     # intra(lane, i, tau, ...): every tile filtered on its own, from zero
     intra, intra_st = scan(f"{f.name}.intra{k_up}", lambda l, ri: zero)
 
-    # last(tau, others): intra's last k values of each tile (intra computed per block of lanes)
+    # last(tau, others): intra's last min(n, k) values of each tile (intra computed per block
+    # of lanes); a tile shorter than the order has only n of its own
+    kn = min(k, n)
     last = Func(f"{f.name}.last{k_up}", args=others + [tname], implicit=True, span=f.span)
-    last.values = [FuncCall(intra, tile_args(_I(n - jj), tv), 0, t) for jj in range(1, k + 1)]
+    last.values = [FuncCall(intra, tile_args(_I(n - jj), tv), 0, t) for jj in range(1, kn + 1)]
     defs[id(last)] = Definitions(last, last.values, [])
     lo_, lv = f"{lane}.lo", f"{lane}.lv"
     if others:
@@ -482,6 +486,11 @@ def _tile_filter(f: Func, source, u: Update, n: int, span, k_up: int, defs, sche
         return Cast(t, e) if narrow and wt != t else e
     vals = []
     for jj in range(1, k + 1):
+        if jj > n:
+            # the value jj places before the end of a tile shorter than the order (n < k) lies
+            # jj - n places before the tile: entry jj - n - 1 of the tile before's tail
+            vals.append(tail_prev(rt, jj - n - 1, False))
+            continue
         e = wide(FuncCall(last, tuple(ov) + (rt,), jj - 1, t))
         for l in range(1, k + 1):
             e = _b("+", e, _b("*", FuncCall(w, (_I(n - jj), _I(l)), 0, wt), tail_prev(rt, l - 1, False), wt), wt)

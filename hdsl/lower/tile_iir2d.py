@@ -292,7 +292,7 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         o = other[k]
         run_s = s if s < m else s - m
         last_in_run = s == m - 1 or s == len(filters) - 1
-        for j in range(1, len(u.iir[5]) + 1):
+        for j in range(1, min(len(u.iir[5]), n[k]) + 1):       # (a tile has n[k] points of its own)
             pos = coord_of(u, _I(n[k] - j)) if last_in_run else _I(n_save[k] + run_s * K + (j - 1))
             i = {k: pos, o: _b("min", Var(uname), _I(n[o] - 1))}
             edge_at[(s, j)] = len(edge_vals)
@@ -358,6 +358,11 @@ def rewrite_2d(f: Func, d: Directive, defs, scheds) -> list[Func]:
         run0 = 0 if s < m else m
         vals = []
         for j in range(1, ks + 1):
+            if j > n[k]:
+                # a tile shorter than the order: the value j places before its end lies j - n
+                # places before it, entry j - n - 1 of the tails of the tile before (true values)
+                vals.append(tail_entry(s, U, tt, j - n[k] - 1))
+                continue
             c = coord_of(u, _I(n[k] - j))
             e = wide(line_call(edges, U, tt, edge_at[(s, j)]))
             for s1 in range(run0, s + 1):

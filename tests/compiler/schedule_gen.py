@@ -761,12 +761,12 @@ def generate(pi: PipelineInfo, ch: Chooser, max_directives: int = 4, exclude=(),
             a, b = joint_iir(f)
             out.lines = [ln for ln in out.lines
                          if not ln.startswith((f"{inf.sname}.update(", f"{inf.sname}.bound("))]
-            out.lines.append(f"{inf.sname}.tile_iir({a}, {b}, {ch.int(2, 9)}, {ch.int(2, 9)})")
+            out.lines.append(f"{inf.sname}.tile_iir({a}, {b}, {ch.int(1, 9)}, {ch.int(1, 9)})")
             tiled.add(id(f))
         elif iir_dims and "tile_iir" not in exclude and ch.bool(40):
             # the tiled filters replace their update stages (their directives are dropped)
             d = ch.choice(iir_dims)
-            out.lines.append(f"{inf.sname}.tile_iir({f.args[d]}, {ch.int(2, 9)})")
+            out.lines.append(f"{inf.sname}.tile_iir({f.args[d]}, {ch.int(1, 9)})")
             tiled.add(id(f))
             if ch.bool(40):
                 # a stage it makes of one of the filters along d, named (update k: .lastK,

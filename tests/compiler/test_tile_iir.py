@@ -7,7 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scipy.signal import lfilter
+
 import hdsl
+from tests.targets import GPU_TARGET, requires
 
 SIZES = [(1, 1), (5, 7), (16, 16), (33, 17), (40, 9), (3, 64)]
 
@@ -280,20 +283,112 @@ def _order3_by_hand(img):
     return want
 
 
-def test_tiles_as_long_as_the_filters_order():
+@pytest.mark.parametrize("schedule", ["t2", "t3"])
+def test_tiles_as_long_as_the_filters_order_and_shorter(schedule):
     p = hdsl.loads(ORDER3, "iir3.hl")
     img = np.random.RandomState(3).rand(41).astype(np.float32)
-    got = p.compile("host", schedule="t3")(img=img)
+    got = p.compile("host", schedule=schedule)(img=img)
     np.testing.assert_allclose(got, _order3_by_hand(img), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, open: a tile shorter than the filter's order (3 "
-                   "here) carries too few outputs to the next tile, and every point past the first "
-                   "tile is wrong (found by the slow schedule fuzzer: the stdlib's yvv_gaussian_x "
-                   "tiled by 2, 570 of 615 points wrong). Refusing such tiles at the directive also "
-                   "needs the internal uses of tile_iir with one-point tiles looked at")
-def test_tiles_shorter_than_the_filters_order():
-    p = hdsl.loads(ORDER3, "iir3.hl")
-    img = np.random.RandomState(3).rand(41).astype(np.float32)
-    got = p.compile("host", schedule="t2")(img=img)
-    np.testing.assert_allclose(got, _order3_by_hand(img), rtol=1e-5, atol=1e-6)
+# Orders 1, 2 and 3, each tiled by every size from 1 to k + 1: tiles shorter than the order
+# (n < k) carry values from earlier tiles (a tile has only n of its own: lower/tile_iir.py,
+# the tail chain), and were wrong past the first tile (found by the slow schedule fuzzer:
+# the stdlib's yvv_gaussian_x tiled by 2, 570 of 615 points wrong). Each filter runs
+# causal then anticausal along x (a cascade: the second reads the first's tiles).
+ORDERS = {1: (0.4, [0.6]), 2: (0.25, [1.1, -0.35]), 3: (0.2, [0.9, -0.3, 0.1])}
+
+
+def _orders_program(schedules: dict) -> str:
+    """One output o<k> per order k (f32[1]); schedules: name -> {k: tile size}."""
+    head = "pipeline orders\ninput  img: f32[1]\n" + "".join(f"output o{k}: f32[1]\n" for k in ORDERS)
+    body = ""
+    for k, (b0, fb) in ORDERS.items():
+        c = ", ".join(f"{a}f" for a in fb)
+        body += (f"    o{k}(x) = img(x)\n    o{k}.iir(+x, 0..img.width, {b0}f, [{c}])\n"
+                 f"    o{k}.iir(-x, 0..img.width, {b0}f, [{c}])\n")
+    sch = "".join(f"schedule {name} {{\n" + "".join(f"    o{k}.tile_iir(x, {n})\n" for k, n in tiles.items()) + "}\n"
+                  for name, tiles in schedules.items())
+    return head + "algorithm {\n" + body + "}\n" + sch
+
+
+def _lfilter_both_ways(b0, fb, x, axis=-1):
+    """scipy.signal.lfilter([b0], [1, -a1, ..., -ak]) (the textbook recurrence from zero
+    initial conditions, what `.iir` means: f zero outside its range) in f64, then the same
+    on the reversed result (the anticausal pass)."""
+    den = [1.0] + [-a for a in fb]
+    z = lfilter([b0], den, np.asarray(x, np.float64), axis=axis)
+    return np.flip(lfilter([b0], den, np.flip(z, axis), axis=axis), axis)
+
+
+# widths below the order (1, 2), below a tile, multiples of the tiles and not
+WIDTHS = [1, 2, 3, 5, 12, 13, 41]
+
+
+def _check_orders(compiled, p):
+    for w in WIDTHS:
+        img = np.random.RandomState(w).rand(w).astype(np.float32)
+        got, ref = compiled(img=img), p(img=img)
+        for k, g, r in zip(ORDERS, got, ref):
+            b0, fb = ORDERS[k]
+            # f32 against f64: a handful of terms per point, stable filters of gain <= 1
+            # (the bug's errors were 4e-3 and more)
+            np.testing.assert_allclose(g, _lfilter_both_ways(b0, fb, img), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"order {k}, width {w}")
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6, err_msg=f"order {k}, width {w}")
+
+
+# orders 3 and 2 in tiles shorter than the order, order 1 in tiles of 1 (the default run);
+# every size 1 .. 4 for every order in the slow sweep
+SHORT = {"short": {1: 1, 2: 1, 3: 2}}
+EVERY = {f"t{n}": {k: n for k in ORDERS} for n in range(1, 5)}
+
+
+@pytest.mark.parametrize("target", ["host", pytest.param(GPU_TARGET, marks=requires(GPU_TARGET))])
+def test_tiles_shorter_than_the_filters_order(target):
+    """(On a GPU target too: tile_iir's stages run on the host there, as any CPU schedule.)"""
+    p = hdsl.loads(_orders_program(SHORT), "orders.hl")
+    _check_orders(p.compile(target, schedule="short"), p)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["host", pytest.param(GPU_TARGET, marks=requires(GPU_TARGET))])
+@pytest.mark.parametrize("schedule", sorted(EVERY))
+def test_every_tile_size_from_one_to_past_the_order(target, schedule):
+    p = hdsl.loads(_orders_program(EVERY), "orders.hl")
+    _check_orders(p.compile(target, schedule=schedule), p)
+
+
+INT_SHORT = """
+pipeline iir_short
+input  img: i32[2]
+output out: i32[2]
+algorithm {
+    rf(x, y) = img(x, y)
+    rf.iir(+x, 0..img.width, 1, [1, -1, 1])
+    rf.iir(-x, 1..img.width, 1, [1, -1, 1])    # short of the first column: it keeps rf's values
+    rf.iir(+y, 0..img.height, 1, [1, -1])
+    out(x, y) = rf(x, y)
+}
+schedule s { rf.compute_root().tile_iir(x, 2).tile_iir(y, 1) }
+schedule rows { rf.compute_root().tile_iir(x, 1).tile_iir(y, 2) }
+"""
+
+
+@pytest.mark.parametrize("schedule", ["s", "rows"])
+def test_integer_tiles_shorter_than_the_order_are_exact(schedule):
+    """Order 3 along x (tiles of 2, then 1), order 2 along y (tiles of 1, then 2): bit for bit
+    the evaluator's and lfilter's values. The filters' poles lie on the unit circle (1, ±i for
+    order 3; e^±iπ/3 for order 2), so the values grow at most polynomially: under 2^31 here,
+    and lfilter's f64 arithmetic on these integers is exact (all below 2^53)."""
+    p = hdsl.loads(INT_SHORT, "iir_short.hl")
+    c = p.compile("host", schedule=schedule)
+    for h, w in ((1, 2), (2, 3), (3, 2), (5, 7), (13, 11)):
+        img = np.random.RandomState(h * w).randint(-100, 100, (h, w)).astype(np.int32)
+        got = c(img=img)
+        np.testing.assert_array_equal(got, p(img=img))
+        z = lfilter([1.0], [1.0, -1.0, 1.0, -1.0], img.astype(np.float64), axis=1)
+        z[:, 1:] = np.flip(lfilter([1.0], [1.0, -1.0, 1.0, -1.0], np.flip(z[:, 1:], 1), axis=1), 1)
+        z = lfilter([1.0], [1.0, -1.0, 1.0], z, axis=0)
+        assert np.abs(z).max() < 2 ** 31
+        np.testing.assert_array_equal(got, z.astype(np.int32))

@@ -141,6 +141,48 @@ def test_a_tiled_output(h, w):
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
+
+# Tiles shorter than the filters' order (n < k): each tile's tails are the k values before
+# its end, k - n of them in the tiles before (lower/tile_iir2d.py); wrong values before.
+# Orders 3 and 1 along x (K = 3 slots beside each tile), 2 and 3 along y.
+SHORT = """
+pipeline iir_short
+input  img: f32[2]
+output out: f32[2]
+algorithm {
+    rf(x, y) = img(x, y)
+    rf.iir(+x, 0..img.width, 0.2f, [0.9f, -0.3f, 0.1f])
+    rf.iir(-x, 0..img.width, 0.4f, [0.6f])
+    rf.iir(+y, 0..img.height, 0.25f, [1.1f, -0.35f])
+    rf.iir(-y, 0..img.height, 0.2f, [0.9f, -0.3f, 0.1f])
+    out(x, y) = rf(x, y)
+}
+""" + "".join(f"schedule t{nx}_{ny} {{ rf.compute_root().tile_iir(x, y, {nx}, {ny}) }}\n"
+              for nx in range(1, 5) for ny in range(1, 5))
+SHORT_FILTERS = [(1, "+", 0.2, [0.9, -0.3, 0.1]), (1, "-", 0.4, [0.6]),
+                 (0, "+", 0.25, [1.1, -0.35]), (0, "-", 0.2, [0.9, -0.3, 0.1])]
+
+
+def _check_short(schedule):
+    p = hdsl.loads(SHORT, "iir_short.hl")
+    c = p.compile("host", schedule=schedule)
+    for h, w in ((1, 1), (1, 2), (2, 3), (3, 2), (5, 7), (13, 12)):
+        img = np.random.RandomState(h * 100 + w).rand(h, w).astype(np.float32)
+        got = c(img=img)
+        np.testing.assert_allclose(got, p(img=img), rtol=1e-5, atol=1e-6, err_msg=f"{h}x{w}")
+        # (the bug's errors were 4e-3 and more)
+        np.testing.assert_allclose(got, _scipy(img, SHORT_FILTERS), rtol=1e-5, atol=1e-5, err_msg=f"{h}x{w}")
+
+
+def test_tiles_shorter_than_the_filters_order():
+    _check_short("t2_1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule", ["t1_1", "t1_4", "t2_2", "t3_2", "t4_3", "t3_3", "t4_1"])
+def test_every_tile_size_from_one_to_past_the_order(schedule):
+    _check_short(schedule)
+
 STENCIL = """
 pipeline iir_st
 use boundary

@@ -745,3 +745,61 @@ def test_tiled_young_van_vliet_at_large_sigma(rng, sigma):
     got = hdsl.loads(TILED_WIDE, "tiled_wide.hl").compile("host")(img=img, sigma=sigma)
     tol = bound(yvv_coefs(sigma)[1], 2, 1.0)
     np.testing.assert_allclose(got, yvv_ref(img.astype(np.float64), sigma, [1]), rtol=0, atol=tol)
+
+
+# Every tile size from 1 to one past the order: yvv_gaussian_x (order 3), biquad_y (order 2)
+# and exp_smooth_x (order 1), each pass tiled by n. Tiles shorter than the order carry values
+# from the tiles before (lower/tile_iir.py); they were wrong past the first tile (found by the
+# slow schedule fuzzer: yvv_gaussian_x tiled by 2, 570 of 615 points wrong; biquad_y by 1).
+TILED_SHORT = """pipeline tiled_short
+use recursive
+input  img: f32[2]
+param  sigma: f32 = 2.0
+param  a: f32 = 0.7
+output gx: f32[2]
+output by: f32[2]
+output sx: f32[2]
+algorithm {
+    gx = yvv_gaussian_x(img, sigma, img.width)
+    by = biquad_y(img, 0.5f, 0.25f, -0.125f, -0.5f, 0.25f, img.height)
+    sx = exp_smooth_x(img, a, img.width)
+}
+""" + "".join(f"""schedule t{n} {{
+    gx.tile_iir(x, {n})
+    gx.yvv_u.compute_root().tile_iir(x, {n})
+    by.tile_iir(y, {n})
+    sx.tile_iir(x, {n})
+    sx.ema_c.compute_root().tile_iir(x, {n})
+}}
+""" for n in range(1, 5))
+
+
+def _check_tiled_short(rng, schedule):
+    """Against the recursions in float64 (yvv_ref, lfilter, the edge-extended exponential
+    pair) within twice each filter's f32 bound, as test_tiled_schedules_match_the_serial_filters
+    (the serial filter is within the bound, the tiled one regroups the sums)."""
+    import hdsl
+    p = hdsl.loads(TILED_SHORT, "tiled_short.hl")
+    c = p.compile("host", schedule=schedule)
+    for shape in [(1, 1), (2, 3), (3, 2), (5, 7), (13, 12)]:
+        img = rng.uniform(0, 1, shape).astype(F32)
+        x = img.astype(np.float64)
+        gx, by, sx = c(img=img)
+        tol = 2 * bound(yvv_coefs(2.0)[1], 2, 1.0)
+        np.testing.assert_allclose(gx, yvv_ref(x, 2.0, [1]), rtol=0, atol=tol, err_msg=f"gx {shape}")
+        one = ss.lfilter([0.5, 0.25, -0.125], [1.0, -0.5, 0.25], x, axis=0)
+        np.testing.assert_allclose(by, one, rtol=0, atol=2 * bound([0.5, -0.25], 1, 1.0),
+                                   err_msg=f"by {shape}")
+        a = float(F32(0.7))
+        np.testing.assert_allclose(sx, symmetric([1 - a], [a], x, 1, 400, "edge"), rtol=0,
+                                   atol=2 * 2 * bound([a], 1, 1.0), err_msg=f"sx {shape}")
+
+
+def test_tiles_shorter_than_the_filters_order(rng):
+    _check_tiled_short(rng, "t1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule", ["t2", "t3", "t4"])
+def test_every_tile_size_from_one_to_past_the_order(rng, schedule):
+    _check_tiled_short(rng, schedule)
