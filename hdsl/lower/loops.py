@@ -189,6 +189,7 @@ class _StageShape:
         self.shift_outer: dict[str, int] = {}     # outer loops of shift_inwards splits -> factor
         # let name -> (value with the region-end clamp, value without): see strip_region_clamps
         self.region_clamps: dict[str, tuple[Expr, Expr]] = {}
+        self.clamped_inner: dict[str, str] = {}     # a shifted split's inner loop -> its clamp's let
         # rounded-up splits: let name -> (its point clamped to the region's end, the outer
         # loop var); see required_values
         self.roundup: dict[str, tuple[Expr, str]] = {}
@@ -262,10 +263,16 @@ class _StageShape:
                 # loop partitioning see the plain point.
                 clamped = simplify(BinOp("min", point, sub(add(lo, ext), I(1)), I32))
                 self.region_clamps[old] = (clamped, simplify(point))
+                self.clamped_inner[inner] = old
                 point = clamped
             self.lets.append((old, point))
             return
         value = add(lo, add(base, V(inner)))
+        if tail == "roundup" and old in self.clamped_inner:
+            # the inner loop of a shifted split, rounded up: it now runs past the split's
+            # factor, and the clamp of the shifted split's point is no longer a no-op (the
+            # points past the region's end would be written outside the storage)
+            self.region_clamps.pop(self.clamped_inner.pop(old), None)
         if tail == "roundup":
             # the points past the region's end are computed (from whatever their producers'
             # storage holds there) but never used: the region the stage needs of its

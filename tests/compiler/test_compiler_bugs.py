@@ -835,3 +835,34 @@ schedule fuzz {
         img = (np.arange(w * h * 3) * 53 % 256).astype(np.uint8).reshape(3, h, w)
         got, expected = both(text, "fuzz", (w, h, 3), img=img)
         assert np.array_equal(got, expected)
+
+
+def test_a_rounded_up_inner_loop_of_a_shifted_split_stays_in_its_storage():
+    """split(_0, t3, t4, 1) (shift_inwards: _0 = lo + clamp(t3) + min(t4, ext - 1), at most the
+    region's end while t4 < 1), then t4 rounded up by 5 (tile ... round_up): t4 runs to 4, so
+    the no-op clamp min(point, region end) that strip_region_clamps drops is no longer a
+    no-op, and without it `c`'s stage wrote up to 4 points past its storage. Found by the GPU
+    schedule fuzzer once cuda-emulate's device buffers ended at an unreadable page (a
+    segmentation fault there; an illegal address on a GPU; on the CPU, a write past the end of
+    the buffer). Run in a process of its own so that a fault fails this test alone."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    block = ("schedule fuzz {\n    c.split(_1, t1, t2, 9)\n    c.split(_0, t3, t4, 1)\n"
+             "    c.gpu_tile(t3, t4, t5, t6, 4, 5, round_up)\n    c.compute_root()\n}")
+    here = Path(__file__).parent
+    for target, sched in (("cuda-emulate", block), ("host", block.replace("gpu_tile", "tile"))):
+        r = subprocess.run([sys.executable, str(here / "repro.py"), "divmod", "14", "1", "1", sched, "2"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, HDSL_TEST_TARGET=target))
+        assert r.returncode == 0 and "same as the evaluator" in r.stdout, (target, r.returncode, r.stderr[-800:])
+    from hdsl.lower.lower import lower
+    from hdsl.ir.printer import stmt_str
+    src = (here / "pipelines" / "divmod.hl").read_text().split("schedule {")[0]
+    p = hdsl.loads(src + block.replace("gpu_tile", "tile").replace("schedule fuzz", "schedule cpu"))
+    text = stmt_str(lower(p.ir, "cpu", "host").stmt)
+    # every form of c's point keeps the clamp to the region's end, or is bounded otherwise:
+    # the unclamped general form (before partitioning) is gone
+    assert "let c.s0._0 = c.s0._0.min + max(min(c.s0.t3, c.s0._0.max - c.s0._0.min), 0) + " \
+           "min(c.s0.t4, max(c.s0._0.max - c.s0._0.min, 0))\n" not in text + "\n"
