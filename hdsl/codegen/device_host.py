@@ -27,10 +27,13 @@ from llvmlite import ir
 
 from hdsl.codegen.cpu import BUFFER_T, CodeGenCPU
 from hdsl.codegen.llvm import I32T, I64T, PTR, _Fn, llvm_type
+from hdsl.ir.expr import BinOp, Const, Var
 from hdsl.ir.func import Pipeline
-from hdsl.ir.stmt import GPU_BLOCK, GPU_THREAD, Allocate, DeviceSync, For, GpuBarrier, LaunchKernel, Stmt
+from hdsl.ir.stmt import GPU_BLOCK, GPU_THREAD, Allocate, DeviceSync, For, GpuBarrier, LaunchKernel, LetStmt, Stmt
+from hdsl.ir.types import I32
 from hdsl.lower.gpu import kernels_of
 from hdsl.runtime.abi import DEVICE_DIRTY, FIELD_INDEX, HOST_DIRTY
+from hdsl.runtime import device as device_rt
 from hdsl.runtime.device import ERR_DEVICE
 
 # the device table's entry points, in DeviceInterface's order
@@ -234,6 +237,12 @@ class CodeGenHostGPU(CodeGenCPU):
             # the outermost block loop on the thread pool (its body, inner block loops
             # included, is one task per iteration)
             return self.parallel_for(st, s)
+        if s.kind == GPU_THREAD and device_rt.THREAD_ORDER == "reversed":
+            # thread t = min + extent - 1 - t' for t' = 0 .. extent - 1
+            rev = f"{s.var}.reversed"
+            last = BinOp("+", s.min, BinOp("-", s.extent, Const(I32, 1), I32), I32)
+            return self.serial_for(st, For(rev, Const(I32, 0), s.extent, "serial",
+                                           LetStmt(s.var, BinOp("-", last, Var(rev), I32), s.body)))
         if s.kind in (GPU_BLOCK, GPU_THREAD):
             return self.serial_for(st, s)
         return super().loop(st, s)

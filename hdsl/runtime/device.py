@@ -31,6 +31,12 @@ from collections import Counter
 
 
 ERR_DEVICE = 7          # a device call failed (the Device keeps the exception: `error`)
+# The order in which the host-emulation device runs a block's threads between two barriers
+# (hdsl/codegen/device_host.py): "forward" (0, 1, ...) or "reversed" (last to first). A
+# kernel whose values depend on it has a race in shared memory, as a GPU runs its threads in
+# no set order: the tests run GPU schedules both ways (tests/gpu/test_thread_order.py). Part
+# of the compile cache's key (hdsl/runtime/jit.py: source_cache_path).
+THREAD_ORDER = "forward"
 
 MALLOC = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_int64)
 FREE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64)

@@ -640,7 +640,9 @@ def source_cache_path(source_key: str, schedule: str | None, target: str) -> Pat
     _init_llvm()
     cpu = f"{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}" if target.startswith("host") or "#cpu=host" in target \
         else ""
-    text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version()])
+    from hdsl.runtime.device import THREAD_ORDER
+    order = [THREAD_ORDER] if THREAD_ORDER != "forward" and "emulate" in target else []
+    text = "\0".join([source_key, repr(schedule), target, cpu, llvm.get_default_triple(), _version(), *order])
     cache = cache_dir()
     return cache / f"src-{hashlib.sha256(text.encode()).hexdigest()[:32]}.o" if cache is not None else None
 

@@ -152,6 +152,18 @@ def test_random_gpu_schedules(name, data):
     fuzz_one(name, data, GPU_TARGET, gpu=True)
 
 
+# the same with each block's threads run last to first under cuda-emulate (a result that
+# depends on the threads' order is a race a GPU may show: tests/gpu/test_thread_order.py)
+@pytest.mark.skipif(GPU_TARGET != "cuda-emulate", reason="the thread order is cuda-emulate's")
+@pytest.mark.parametrize("name", names(FUZZ_KNOWN, strict=False))
+@settings(max_examples=2, derandomize=True, database=None, phases=[Phase.generate], **COMMON)
+@given(data=st.data())
+def test_random_gpu_schedules_threads_reversed(name, data):
+    from tests.gpu.test_thread_order import reversed_threads
+    with reversed_threads():
+        fuzz_one(name, data, GPU_TARGET, gpu=True)
+
+
 # GPU schedules as OpenGL compute shaders (llvmpipe in CI; issue 16), 2 derandomized examples
 # per pipeline: they found GLSL's reserved words among Func names, per-invocation storage of
 # run-time size and grids larger than one dispatch. Where a schedule puts on the GPU what GLSL
