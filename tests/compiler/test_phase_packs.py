@@ -77,7 +77,7 @@ def test_planes_give_numpys_and_the_evaluators_values(target, t, lanes, w):
     p = planes(t, lanes)
     got = p.compile(target).realize((w, h, 4), raw=raw)
     want = np.stack([raw[0:2 * h:2, 0:2 * w:2], raw[0:2 * h:2, 1:2 * w:2],
-                     raw[1:2 * h:2, 0:2 * w:2], raw[1:2 * h:2, 1:2 * w:2]])
+                     raw[1:2 * h:2, 0:2 * w:2], raw[1:2 * h:2, 1:2 * w:2]], axis=-1)     # (y, x, c)
     assert np.array_equal(got, want)
     assert np.array_equal(got, p.realize((w, h, 4), raw=raw))
 
