@@ -10,11 +10,15 @@ SHARE_STRIDED_AVX2 (strided taps sharing their dense vectors on AVX2 too; off: i
 varying height bounded by a constant, and windows of producers split along another dim,
 folded) and REQUIRED_REGIONS (LoopBuilder.REQUIRED_REGIONS: the producers of rounded-up
 stages computed over what the stages' regions need, as Halide's RoundUp, or over their
-rounded loops).
+rounded loops), RUNTIME_FOLDS (hdsl.lower.loops: sliding windows that no rule bounds folded
+by a power of two found at run time) and SHARE_PHASES (CodeGenCPU.SHARE_PHASES: the phases
+of one stride, a deinterleave's x * 2 and x * 2 + 1, read from shared vectors, and on AVX2
+picked by packs).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
                                   [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|
-                                            BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS]
+                                            BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS|RUNTIME_FOLDS|
+                                            SHARE_PHASES]
 """
 from __future__ import annotations
 
@@ -37,12 +41,14 @@ def main(argv=None):
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
-                                         "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS"),
+                                         "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS", "RUNTIME_FOLDS",
+                                         "SHARE_PHASES"),
                     default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl.lower.loops
-    # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS and REQUIRED_REGIONS)
-    owner = {"BOUNDED_FOLDS": hdsl.lower.loops,
+    # (the switch's owner: code generation's, or lowering's for BOUNDED_FOLDS, RUNTIME_FOLDS and
+    # REQUIRED_REGIONS)
+    owner = {"BOUNDED_FOLDS": hdsl.lower.loops, "RUNTIME_FOLDS": hdsl.lower.loops,
              "REQUIRED_REGIONS": hdsl.lower.loops.LoopBuilder}.get(a.switch, CodeGenCPU)
     import hdsl
     for app in a.apps.split(","):

@@ -63,6 +63,10 @@ class CodeGenCPU(CodeGenLLVM):
     IN_LANE_PICKS = True
     # AVX2 strided taps share their dense vectors (gather_groups.prepare; experiment switch)
     SHARE_STRIDED_AVX2 = False
+    # ... except the phases of one stride (x * 2 and x * 2 + 1: a deinterleave), which read the
+    # same vectors, shared on every target, also between the loads that consecutive lets bind
+    # (gather_groups.prepare and prepare_lets; a switch for benchmarks/alias_ab.py)
+    SHARE_PHASES = True
 
     def __init__(self, pipeline: Pipeline, name: str, fast_math: bool = False, runtime_prefix: str = "hdsl",
                  cpu: str | None = None, nontemporal: frozenset = frozenset()):
@@ -85,6 +89,9 @@ class CodeGenCPU(CodeGenLLVM):
         # (gather_groups.pick), their common cross-half step left for LLVM to merge
         self.in_lane_picks = (self.IN_LANE_PICKS and cpu is not None and (has_features(cpu, "+avx2") or has_features(cpu, "+avx"))
                               and not has_features(cpu, "+avx512f"))
+        # ... and on AVX2 a stride's phases of 8- and 16-bit elements picked from vectors that
+        # hold whole strides by masks or shifts and one pack per 256 bits (gather_groups.pick)
+        self.phase_packs = self.in_lane_picks and self.SHARE_PHASES and has_features(cpu, "+avx2")
         self.buffer_bases: dict[int, tuple] = {}      # id(host pointer value) -> (value, buffer name)
         self.fn_main = ir.Function(self.module, ir.FunctionType(I32T, [PTR, PTR]), name=name)
 
@@ -711,6 +718,20 @@ class CodeGenCPU(CodeGenLLVM):
             self.stream_fence(inner)
             inner.b.ret(ir.Constant(I32T, 0))
         return task
+
+    def before_let(self, st: _Fn, s: LetStmt):
+        if st.lanes is not None and st.mask is None and isinstance(s.value, Load) and id(s) not in st.lets_prepared:
+            # a vector let of a load and the lets of loads right inside it (camera_pipe's
+            # deinterleave binds its four phases, unrolled over c, so): their strided loads
+            # of one stride's phases read shared vectors (gather_groups.prepare_lets)
+            chain, names, x = [], set(), s
+            while isinstance(x, LetStmt) and isinstance(x.value, Load) and not (free_vars(x.value) & names):
+                chain.append(x)
+                names.add(x.name)
+                x = x.body
+            st.lets_prepared.update(id(c) for c in chain)
+            if len(chain) > 1:
+                gather_groups.prepare_lets(self, st, [c.value for c in chain])
 
     # ------------------------------------------------------------ vector memory access
     def store(self, st: _Fn, s: Store):

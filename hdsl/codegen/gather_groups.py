@@ -185,11 +185,7 @@ def prepare(cg, st, value: Expr) -> int:
     """Load the gathers of `value` that read neighbouring elements together, and its strided
     loads that overlap from shared vectors, leaving each member's vector in st.cache (where
     generating the load finds it). Returns how many loads were so made (for tests)."""
-    syms = st.syms
-
-    def value_of(name):
-        v = syms.get(name)
-        return None if v is None or isinstance(v[0], (Ramp, Interleave)) else const_int(v[0])
+    value_of = _value_of(st)
     on_every_lane = every_lane(value)
     loads = [ld for ld in candidates(on_every_lane) if cg.cached(st, ld) is None]
     made = 0
@@ -199,8 +195,31 @@ def prepare(cg, st, value: Expr) -> int:
         # (AVX-512 only: on AVX2, interleaved against the previous code in one process,
         # interpolate's downsampling levels took 5-14% more CPU with shared vectors; with
         # the picks made within 128-bit halves (pick), 1-2% more: CodeGenCPU.SHARE_STRIDED_AVX2)
-        return made
+        # On AVX2 only the phases of one stride are shared (x * 2 and x * 2 + 1: the same
+        # dense vectors, each loaded once; CodeGenCPU.SHARE_PHASES)
+        if not cg.SHARE_PHASES:
+            return made
+        return made + _strided_groups(cg, st, on_every_lane, value_of, phases_only=True)
     return made + _strided_groups(cg, st, on_every_lane, value_of)
+
+
+def prepare_lets(cg, st, values: list[Expr]) -> int:
+    """The strided loads that consecutive lets bind (`values`, each a load), where they are
+    phases of one stride (camera_pipe's deinterleave: x * 2 and x * 2 + 1 of two rows), read
+    from shared vectors as in prepare. Returns how many loads were so made."""
+    if not cg.SHARE_PHASES:
+        return 0
+    return _strided_groups(cg, st, [v for v in values if not v.type.is_bool()], _value_of(st), phases_only=True)
+
+
+def _value_of(st):
+    """value_of(name) of polynomial: a variable's constant value in st, or None."""
+    syms = st.syms
+
+    def value_of(name):
+        v = syms.get(name)
+        return None if v is None or isinstance(v[0], (Ramp, Interleave)) else const_int(v[0])
+    return value_of
 
 
 def _sets(loads, value_of) -> list:
@@ -220,16 +239,23 @@ def _sets(loads, value_of) -> list:
     return [members for _, _, members in sets if len(members) > 1]
 
 
-def _strided_groups(cg, st, on_every_lane: list[Load], value_of) -> int:
+def _strided_groups(cg, st, on_every_lane: list[Load], value_of, phases_only: bool = False) -> int:
     """Strided loads (constant stride s of 2 to 8) of one buffer whose first lanes differ by
     constants (a [1 2 1] downsampling's taps at 2x - 1, 2x and 2x + 1) read shared dense
     vectors: each tap's lanes lie in n = ceil((s (L - 1) + 1) / L) consecutive vectors, and
     where the taps' spans overlap their vectors are placed on a common grid, as far as
     the span all of them cover allows (its first and last elements are read by the first
     and last tap; every vector lies inside it). Three taps of stride 2 read 4 vectors of
-    L lanes instead of 6 (Halide reads 4 too). Returns how many loads were so made."""
+    L lanes instead of 6 (Halide reads 4 too). phases_only: only sets whose first lanes lie
+    within one stride (different phases of the same elements, as a deinterleave's x * 2 and
+    x * 2 + 1), which then read the same vectors, each the vectors it would read alone or
+    their neighbours on the grid. Returns how many loads were so made."""
     b = st.b
     loads = []
+    if phases_only:
+        # (found before any index is generated, so that the code of a statement without such
+        # loads is made in the same order as without sharing)
+        on_every_lane = _phase_sets(st, [ld for ld in on_every_lane if cg.cached(st, ld) is None], value_of)
     for ld in on_every_lane:
         if cg.cached(st, ld) is not None:
             continue
@@ -246,6 +272,8 @@ def _strided_groups(cg, st, on_every_lane: list[Load], value_of) -> int:
             continue
         lo = min(o for _, o in members)
         members = [(ld, o - lo) for ld, o in members]
+        if phases_only and max(o for _, o in members) >= s:
+            continue
         span = s * (lanes - 1) + 1
         n = -(-span // lanes)
         total = max(r for _, r in members) + span
@@ -276,6 +304,45 @@ def _strided_groups(cg, st, on_every_lane: list[Load], value_of) -> int:
             st.cache[id(ld)] = (ld, v, st.clock)
             made += 1
     return made
+
+
+def _phase_sets(st, loads: list[Load], value_of) -> list[Load]:
+    """The loads of `loads` in sets of one buffer whose members have one constant lane
+    stride s (2 to 8, lane_stride) and first lanes less than s apart."""
+    strides = {id(ld): lane_stride(st, ld.index) for ld in loads}
+    out = []
+    for members in _sets([ld for ld in loads if strides[id(ld)] in range(2, 9)], value_of):
+        s = {strides[id(ld)] for ld, _ in members}
+        offs = [o for _, o in members]
+        if len(s) == 1 and max(offs) - min(offs) < min(s):
+            out += [ld for ld, _ in members]
+    return out
+
+
+def lane_stride(st, e: Expr) -> int | None:
+    """How much integer index e grows from one lane to the next, read from the vectorized
+    loop's ramps that st.syms binds, where that is a constant; else None."""
+    if isinstance(e, Const):
+        return 0
+    if isinstance(e, Var):
+        v = st.syms.get(e.name)
+        if v is None:
+            return None
+        if isinstance(v[0], Ramp):
+            return v[0].stride if isinstance(v[0].stride, int) else None
+        return None if isinstance(v[0], Interleave) or isinstance(v[0].type, ir.VectorType) else 0
+    if isinstance(e, BinOp) and e.op in ("+", "-"):
+        a, b = lane_stride(st, e.a), lane_stride(st, e.b)
+        return None if a is None or b is None else (a + b if e.op == "+" else a - b)
+    if isinstance(e, BinOp) and e.op == "*":
+        a, b = lane_stride(st, e.a), lane_stride(st, e.b)
+        if isinstance(e.b, Const) and a is not None:
+            return a * int(e.b.value)
+        if isinstance(e.a, Const) and b is not None:
+            return b * int(e.a.value)
+        return 0 if a == 0 and b == 0 else None
+    # (any other node: the same on every lane where its operands are)
+    return 0 if all(lane_stride(st, c) == 0 for c in e.children()) else None
 
 
 def _load_windows(cg, st, buffer: str, members: list) -> int:
@@ -358,6 +425,9 @@ def pick(cg, st, chunks: list, positions: list[int]):
     arithmetic that combines them (op(shuffle(a, M), shuffle(b, M)) -> shuffle(op(a, b), M)),
     and one cross-half permute per result vector replaces one per tap."""
     b = st.b
+    packed = _phase_pack(cg, st, chunks, positions)
+    if packed is not None:
+        return packed
     sel = ir.Constant(ir.VectorType(_I32, len(positions)), positions)
     if len(chunks) == 2:
         vt = chunks[0].type
@@ -371,6 +441,52 @@ def pick(cg, st, chunks: list, positions: list[int]):
         return b.shuffle_vector(inner, ir.Constant(vt, ir.Undefined), ir.Constant(sel.type, back))
     cat = cg.concat(st, chunks) if len(chunks) > 1 else chunks[0]
     return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), sel)
+
+
+def _phase_pack(cg, st, chunks: list, positions: list[int]):
+    """Phase r (0 or 1) of stride 2 of 16-bit (8-bit) elements, positions r, r + 2, ...
+    of chunks that hold twice as many elements, on AVX2 (cg.phase_packs), or None: per 256
+    bits of result, its two source vectors as 32-bit (16-bit) lanes, each masked to its low
+    half (r = 0) or shifted right by half (r = 1), packed with unsigned saturation (vpackusdw,
+    vpackuswb: exact, the values fit), then the pack's 64-bit quarters put in order (vpermq;
+    the pack works within 128-bit halves). Two ALU operations, one pack and one permute per
+    256 bits of result, where LLVM's lowering of the shuffle takes 4 shuffles for phase 0
+    and 6 for phase 1 (camera_pipe's deinterleave)."""
+    if not getattr(cg, "phase_packs", False) or not chunks:
+        return None
+    vt = chunks[0].type
+    el = vt.element
+    if not isinstance(el, ir.IntType) or el.width not in (8, 16) or any(c.type != vt for c in chunks):
+        return None
+    lanes = len(positions)
+    per = 256 // el.width                         # elements per 256 bits
+    r = positions[0]
+    if r not in (0, 1) or positions != [r + 2 * i for i in range(lanes)] or lanes % per \
+            or vt.count * len(chunks) != 2 * lanes:
+        return None
+    b = st.b
+    cat = cg.concat(st, chunks) if len(chunks) > 1 else chunks[0]
+    wide = ir.IntType(2 * el.width)
+    wt = ir.VectorType(wide, per // 2)
+    half = ir.Constant(wt, [(1 << el.width) - 1] * (per // 2))
+    shift = ir.Constant(wt, [el.width] * (per // 2))
+    name = "llvm.x86.avx2.packusdw" if el.width == 16 else "llvm.x86.avx2.packuswb"
+    pt = ir.VectorType(el, per)
+    pack = cg.decl(name, pt, [wt, wt])
+    q = ir.VectorType(_I64, 4)
+    out = []
+    for g in range(lanes // per):
+        srcs = []
+        for k in (0, 1):
+            lo = (2 * g + k) * per
+            v = b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined),
+                                 ir.Constant(ir.VectorType(_I32, per), list(range(lo, lo + per))))
+            v = b.bitcast(v, wt)
+            srcs.append(b.and_(v, half) if r == 0 else b.lshr(v, shift))
+        p = b.bitcast(b.call(pack, srcs), q)
+        p = b.shuffle_vector(p, ir.Constant(q, ir.Undefined), ir.Constant(ir.VectorType(_I32, 4), [0, 2, 1, 3]))
+        out.append(b.bitcast(p, pt))
+    return cg.concat(st, out) if len(out) > 1 else out[0]
 
 
 def masked_strided_load(cg, st, ptr, stride: int, mask, vt, align: int):

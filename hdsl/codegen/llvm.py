@@ -129,6 +129,7 @@ class _Fn:
         self.lanes: int | None = None        # inside a vectorized loop: its width
         self.mask = None                     # inside a vector guard: the active lanes
         self.cache: dict = {}                # id(expr) -> (expr, value[, made at]) for CSE
+        self.lets_prepared: set = set()      # ids of lets whose loads before_let has seen
         self.clock = 0                       # counts the stores generated (and loops entered)
         self.printed = False                 # whether a print has been generated (and cached)
         self.written_at: dict = {}           # buffer -> the clock when it was last written
@@ -302,6 +303,10 @@ class CodeGenLLVM:
             memo[id(n)] = (n, r if r else _NO_BUFFERS)
         return memo[id(e)][1]
 
+    def before_let(self, st: _Fn, s: LetStmt):
+        """A hook before a let's value is generated (CodeGenCPU: loads shared with the lets
+        that follow)."""
+
     def cached(self, st: _Fn, e: Expr):
         """e's cached entry (expr, value[, made at]) if it still holds: none of the buffers it
         reads was written since it was made."""
@@ -323,6 +328,7 @@ class CodeGenLLVM:
             for x in s.stmts:
                 self.stmt(st, x)
         elif isinstance(s, LetStmt):
+            self.before_let(st, s)
             v = self.expr(st, s.value, keep_ramp=True)
             old = st.syms.get(s.name)
             if old is not None:      # (what was made with the name's outer value does not hold)

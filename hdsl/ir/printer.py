@@ -6,7 +6,7 @@ import threading
 from hdsl.ir.expr import (BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Intrinsic, Param, RVar,
                           Select, Unary, Var)
 from hdsl.ir.stmt import (Allocate, Assert, Block, DeviceSync, Evaluate, For, GpuBarrier, IfThenElse, LaunchKernel, Let, LetStmt, Load, Provide, Realize,
-                          Stmt, Store, own_exprs)
+                          RuntimeFold, Stmt, Store, own_exprs)
 
 _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "|": 4, "^": 5, "&": 6,
          "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
@@ -146,7 +146,11 @@ def _stmt_str(s: Stmt, indent: int = 0) -> str:
         return out
     if isinstance(s, Realize):
         b = ", ".join(f"{expr_str(m)} .. {_last(m, e)}" for m, e in s.bounds)
-        folds = "".join(f" folded {_DIMS[d] if d < 3 else d} mod {k}" for d, k in s.folds)
+        folds = "".join(f" folded {_DIMS[d] if d < 3 else d} mod "
+                        + (str(k) if not isinstance(k, RuntimeFold) else
+                           f"(power of two >= max {expr_str(k.window)} over {k.var} in "
+                           f"{expr_str(k.min)} .. {_last(k.min, k.extent)})")
+                        for d, k in s.folds)
         return f"{pad}realize {s.func.name}({b}){folds}:\n" + stmt_str(s.body, indent + 1)
     if isinstance(s, Provide):
         vals = ", ".join(expr_str(v) for v in s.values)

@@ -81,6 +81,19 @@ class Realize(Stmt):
     bounds: tuple          # ((min, extent), ...)
     body: Stmt
     folds: tuple = ()      # ((dim, factor), ...): storage folded modulo factor in dim
+                           # (an int, or a RuntimeFold found at run time)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RuntimeFold:
+    """A fold factor of Realize.folds found at run time (loops.RUNTIME_FOLDS): the smallest
+    power of two n >= window (an i32 expression of the sliding loop's var `var`) for every var
+    in min .. min + extent - 1. The slice of coordinate a is (a - f.min.d) & (n - 1); the
+    storage holds min(n, extent) slices along d (with n >= extent the slice is a - f.min.d)."""
+    var: str
+    min: object
+    extent: object
+    window: object
 
 
 @dataclass(frozen=True, slots=True, eq=False)

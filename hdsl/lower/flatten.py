@@ -9,13 +9,17 @@ each of its partial sums fit in i32, and vector gathers take 32-bit offsets.
 Inputs and outputs are addressed through the mins and strides of the buffers
 the caller passed (vars `<name>.min.<d>`, `<name>.stride.<d>`), and buffer
 properties become those vars.
+A folded dim d holds slice `arg_d mod n` (a constant fold), or `(arg_d - min_d) & mask`
+with the run-time mask `<name>.fold.mask` = n - 1 (a RuntimeFold: n the smallest power of
+two that holds every window of the sliding loop, found by a loop over its iterations before
+the allocation; the storage holds min(n, extent_d) slices).
 """
 from __future__ import annotations
 
 from hdsl.ir.expr import BinOp, BufferProp, Cast, Const, Expr, FuncCall, InputCall, Var, substitute
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Provide, Realize, Stmt,
-                          Store)
+from hdsl.ir.stmt import (Allocate, Assert, Block, Evaluate, For, IfThenElse, LetStmt, Load, Provide, Realize,
+                          RuntimeFold, Stmt, Store)
 from hdsl.ir.types import I32, I64
 
 
@@ -30,7 +34,11 @@ def _index(name: str, args, folds=(), unit: int | None = 0) -> Expr:
     total = None
     fold = dict(folds)
     for d, a in enumerate(args):
-        if d in fold:
+        if d in fold and isinstance(fold[d], RuntimeFold):
+            # (a - min) & (n - 1): a - min mod n for a power of two n, or a - min where n is
+            # at least the extent
+            rel = BinOp("&", simplify(BinOp("-", a, Var(f"{name}.min.{d}", I32), I32)), Var(f"{name}.fold.mask", I32), I32)
+        elif d in fold:
             # a folded dim: slice a mod factor (Euclidean, so never negative)
             rel = BinOp("%", a, Const(I32, fold[d]), I32)
         else:
@@ -105,7 +113,12 @@ class _Flattener:
             for d in order:
                 # (an i32 stride is exact whenever the size is: the allocation checks the size)
                 strides[d] = Cast(I32, size)
-                ext = Const(I64, fold[d]) if d in fold else Cast(I64, Var(f"{f.name}.extent.{d}", I32))
+                ext = Cast(I64, Var(f"{f.name}.extent.{d}", I32))
+                if d in fold and isinstance(fold[d], RuntimeFold):
+                    ext = Cast(I64, BinOp("min", BinOp("+", Var(f"{f.name}.fold.mask", I32), Const(I32, 1), I32),
+                                          Var(f"{f.name}.extent.{d}", I32), I32))
+                elif d in fold:
+                    ext = Const(I64, fold[d])
                 size = BinOp("*", size, ext, I64)
             for k in reversed(range(len(f.values))):
                 body = Allocate(buffer_name(f, k), f.values[k].type, Var(f"{f.name}.size", I64), body)
@@ -116,12 +129,36 @@ class _Flattener:
                 lo, ext = s.bounds[d]
                 body = LetStmt(f"{f.name}.min.{d}", self.expr(lo),
                                LetStmt(f"{f.name}.extent.{d}", self.expr(ext), body))
+            for d, k in s.folds:
+                if isinstance(k, RuntimeFold):
+                    body = self.runtime_fold(f.name, k, body)
             return body
         if isinstance(s, Assert):
             return Assert(self.expr(s.cond), s.code, tuple(self.expr(i) for i in s.info))
         if isinstance(s, Evaluate):
             return Evaluate(self.expr(s.value))
         return s
+
+
+    def runtime_fold(self, name: str, k: RuntimeFold, body: Stmt) -> Stmt:
+        """body after `let <name>.fold.mask = n - 1`, n the smallest power of two at least every
+        window k.window of k's loop (at least 1): the largest found by a loop over the sliding
+        loop's iterations into a one-element buffer, then its bits below the highest smeared."""
+        tmp, var = f"{name}.fold.window", f"{name}.fold.{k.var}"
+        window = self.expr(substitute(k.window, lambda n: Var(var, I32) if isinstance(n, Var) and n.name == k.var
+                                      else None))
+        most = Load(tmp, Const(I32, 0), I32)
+        # (largest - 1 with every bit below its highest set: n - 1)
+        bits = [f"{name}.fold.bits.{i}" for i in range(5)] + [f"{name}.fold.mask"]
+        for i in reversed(range(5)):
+            body = LetStmt(bits[i + 1], BinOp("|", Var(bits[i], I32), BinOp(">>", Var(bits[i], I32),
+                                                                           Const(I32, 1 << i), I32), I32), body)
+        body = LetStmt(bits[0], BinOp("-", most, Const(I32, 1), I32), body)
+        return Allocate(tmp, I32, Const(I64, 1), Block((
+            Store(tmp, Const(I32, 0), Const(I32, 1)),
+            For(var, self.expr(k.min), self.expr(k.extent), "serial",
+                Store(tmp, Const(I32, 0), BinOp("max", most, window, I32))),
+            body)))
 
 
 def flatten(stmt: Stmt, storage_orders: dict[int, list[int]]) -> Stmt:

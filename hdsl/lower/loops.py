@@ -17,8 +17,8 @@ from hdsl.diagnostics import HdslError, Span
 from hdsl.ir.expr import BinOp, Const, Expr, FuncCall, RVar, Select, Var, free_vars, substitute, walk
 from hdsl.ir.func import Directive, Func, Schedule, inner_loop_name, pure_positions, tile_parts
 from hdsl.ir.simplify import simplify
-from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, Stmt, block, children,
-                          own_exprs, with_children)
+from hdsl.ir.stmt import (GPU_BLOCK, GPU_THREAD, Assert, Block, For, IfThenElse, LetStmt, Provide, Realize, RuntimeFold, Stmt,
+                          block, children, own_exprs, with_children)
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.inline import Definitions
 from hdsl.lower.symbolic import Required, box_of, expr_bounds
@@ -32,6 +32,11 @@ ERR_BUFFER_TOO_LARGE = 6        # 2^31 elements or more: offsets are 32-bit
 # sliding windows of varying height bounded by a constant are folded too (slide; a switch
 # for benchmarks/alias_ab.py)
 BOUNDED_FOLDS = True
+# a sliding window whose height no rule bounds by a constant (camera_pipe's planes, below a
+# rounded-up tone curve) is folded by the smallest power of two that holds its largest window,
+# found at run time before the sliding loop (RuntimeFold; lower.py runtime_fold); False: such
+# storage holds every row the loop computes (a switch for benchmarks/alias_ab.py)
+RUNTIME_FOLDS = True
 ERR_FOLD_TOO_SMALL = 10         # a fold_storage factor under the rows a sliding window holds
 ERR_FLOAT_COORDINATE = 11       # a coordinate computed through floats may be NaN or beyond +-2^30
 
@@ -458,6 +463,7 @@ class LoopBuilder:
         self.defs, self.scheds, self.outputs = defs, scheds, outputs
         self.slid = None        # (dim, window) of the last sliding-window rewrite
         self.slid_window: Expr | None = None    # its window (rows held at once), constant or not
+        self.slid_loop: For | None = None       # the loop it slides along
         self.fold_checks: dict[int, tuple] = {}   # id(Func) -> (dim, factor, directive) to check
         self.deferred: dict[str, tuple] = {}     # loops to unroll/vectorize whole, see fix_extents
         self.shift_outputs = False               # outputs' splits shift their last tile inwards
@@ -691,6 +697,7 @@ class LoopBuilder:
             return None
         d = moving[0]
         lo, hi = region[d]
+        self.slid_loop = loop
 
         def previous(e):
             return substitute(e, lambda n: sub(V(y), I(1)) if isinstance(n, Var) and n.name == y else None)
@@ -772,6 +779,8 @@ class LoopBuilder:
         folds = ()
         if fold is not None and len(fold) == 3:          # fold_storage(v, n): n slices exactly
             folds = ((fold[0], fold[2]),)
+        elif fold is not None and isinstance(fold[1], RuntimeFold):
+            folds = (fold,)
         elif fold is not None and fold[1] is not None:
             d, window = fold
             factor = 1

@@ -5,12 +5,12 @@ import os
 import time
 
 from hdsl.diagnostics import HdslError
-from hdsl.ir.expr import BinOp, Const, FuncCall, RVar, Var, clear_interned, memo_table, walk
+from hdsl.ir.expr import BinOp, Const, FuncCall, InputCall, RVar, Var, clear_interned, free_vars, memo_table, walk
 from hdsl.ir.func import Directive, Pipeline, Schedule, topo_order
 from hdsl.ir.printer import stmt_str
 from hdsl.ir.simplify import simplify
 from hdsl.ir.verify import entry_symbols, verify
-from hdsl.ir.stmt import Assert, Block, Stmt, block
+from hdsl.ir.stmt import Assert, Block, For, LetStmt, RuntimeFold, Stmt, block, children
 from hdsl.ir.types import BOOL, I32
 from hdsl.lower.flatten import flatten
 from hdsl.lower.gpu import check_gpu_loops, check_block_limits, device_copies, gpu_memory, outline_kernels
@@ -169,13 +169,17 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
         # which do not write f, beside its production)
         seen: dict = {}
 
-        def compute(body, loop=None, f=f, slides=slides, explicit=explicit, seen=seen):
+        slid_at: list = []      # (dim, loop, window) of each sliding-window rewrite of f
+
+        def compute(body, loop=None, f=f, slides=slides, explicit=explicit, seen=seen, slid_at=slid_at):
             required, outer = lb.required_region(f, body, seen)
             if required is None:
                 return body
             slide = loop if slides and loop is not None and loop.kind == "serial" else None
             lb.slid = None
             out = lb.wrap_compute(f, body, required, slide, outer)
+            if lb.slid is not None:
+                slid_at.append((lb.slid[0], lb.slid_loop, lb.slid_window))
             if explicit is not None and lb.slid is None:
                 dim, n, d = explicit
                 raise HdslError(f"fold_storage({f.args[dim]}, {n}): the storage of '{f.name}' does not slide "
@@ -193,15 +197,23 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
             fold = lb.slid if lb.slid is not None and foldable(lb.slid[0]) else None
             if explicit is not None:
                 fold = (explicit[0], None, explicit[1])
+            elif (fold is None or fold[1] is None) and loops.RUNTIME_FOLDS and info is not None \
+                    and info.get("cpu") and len(slid_at) == 1 and fold_refusal(f, fs, f.args[slid_at[0][0]]) is None:
+                fold = ("runtime",) + slid_at[0]
+
+            def store(b, fold=fold, f=f):
+                if fold is not None and fold[0] == "runtime":
+                    fold = runtime_fold(b, *fold[1:])
+                return lb.realize(f, b, fold, known=seen)
             st = fs.store
             if st.kind == "root":
-                stmt = lb.realize(f, stmt, fold, known=seen)
+                stmt = store(stmt)
             else:
                 loop = compute_site(stmt, st.func, _stage_count(st.func, defs), st.var, f)
                 if loop is None:
                     raise HdslError(f"'{f.name}' is stored at loop '{st.var}' of '{st.func.name}', which has no "
                                     "such loop", st.span)
-                stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, f=f, fold=fold: lb.realize(f, b, fold, known=seen))
+                stmt, _ = inject_at_loop(stmt, loop, lambda b, loop, store=store: store(b))
     if info is not None:
         info["shifted"] = lb.shifted    # (checked against shift_requirements by the runtime)
         info["region_clamps"] = lb.region_clamps
@@ -211,8 +223,7 @@ def schedule_functions(p: Pipeline, sched: Schedule | None, shift_outputs: bool 
 def explicit_fold(f, fs) -> tuple:
     """fold_storage(v, n) of f: (dim, n, directive), after checking what can be checked before
     the loops exist: one folded dim, a store level outside the compute level, and no loop of
-    v rounded up (a rounded-up split computes rows beyond the window, which would overwrite
-    rows still to be read; shift_inwards and guard_with_if stay inside it)."""
+    v fused or rounded up (fold_refusal)."""
     if len(fs.folds) > 1:
         d = list(fs.folds.values())[1]
         raise HdslError(f"'{f.name}' folds its storage along more than one dimension", d.span,
@@ -223,12 +234,22 @@ def explicit_fold(f, fs) -> tuple:
         raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', which is stored where it is computed", d.span,
                         f"store it further out than it is computed: {f.name}.compute_at(g, y).store_at(g, yo) "
                         "(or store_root())")
+    refused = fold_refusal(f, fs, var)
+    if refused is not None:
+        what, hint, span = refused
+        raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', {what}", span or d.span, hint)
+    return f.args.index(var), n, d
+
+
+def fold_refusal(f, fs, var: str) -> tuple | None:
+    """Why f's storage cannot be folded along var, as (what, hint, span), or None: a loop of
+    var fused, or rounded up (a rounded-up split computes rows beyond the window, which would
+    overwrite rows still to be read; shift_inwards and guard_with_if stay inside it)."""
     derived = {var}
     for s in fs.stages.get(-1, []):
         a = s.args
         if s.name == "fuse" and (a[0] in derived or a[1] in derived):
-            raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', whose {var} loop is fused", d.span,
-                            f"fold a dimension whose loop is not fused")
+            return (f"whose {var} loop is fused", "fold a dimension whose loop is not fused", None)
         if s.name == "split":
             split = [(a[0], a[1:3])]
         elif s.name in ("vectorize", "unroll", "parallel"):
@@ -240,11 +261,44 @@ def explicit_fold(f, fs) -> tuple:
         for old, new in split:
             if old in derived:
                 if s.tail == "round_up":
-                    raise HdslError(f"fold_storage({var}, {n}) of '{f.name}', whose {var} loop is rounded up "
-                                    "(it computes rows past the window, over rows still to be read)", s.span,
-                                    "drop round_up from this split (shift_inwards, the default, stays inside)")
+                    return (f"whose {var} loop is rounded up (it computes rows past the window, over rows still "
+                            "to be read)", "drop round_up from this split (shift_inwards, the default, stays inside)",
+                            s.span)
                 derived.update(x for x in new if isinstance(x, str))
-    return f.args.index(var), n, d
+    return None
+
+
+def runtime_fold(body: Stmt, dim: int, loop, window) -> tuple | None:
+    """The fold (dim, RuntimeFold) of a storage around `body` whose window along dim slides
+    along `loop` and has no constant bound (loops.RUNTIME_FOLDS), or None where the window or
+    the loop's bounds name something `body` binds (they are evaluated before body, at the
+    storage) or read memory. Sound for any n >= the largest window, by fold_check's
+    induction; the run-time loop that finds it costs a few integer operations per iteration
+    of the sliding loop."""
+    if window is None or loop is None:
+        return None
+    exprs = (window, loop.min, loop.extent)
+    if any(isinstance(n, (FuncCall, InputCall)) for e in exprs for n in walk(e)):
+        return None
+    bound = _bound_names(body)
+    names = set().union(*(free_vars(e) for e in exprs)) - {loop.var}
+    if names & bound:
+        return None
+    return dim, RuntimeFold(loop.var, loop.min, loop.extent, window)
+
+
+def _bound_names(s: Stmt) -> set[str]:
+    """The names that lets and loops inside s bind."""
+    out: set[str] = set()
+    todo = [s]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, LetStmt):
+            out.add(s.name)
+        elif isinstance(s, For):
+            out.add(s.var)
+        todo += children(s)
+    return out
 
 
 def _stage_count(g, defs) -> int:
@@ -417,7 +471,8 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
             check_uses_in_scope(p, sched, stmt)
             return run("bounds_checks", lambda p, s: float_checks(fchecks, bounds_checks(p, s)), p, stmt)
 
-    info: dict = {}
+    # (run-time folds: on the CPU only, whose code computes their factor before the loop)
+    info: dict = {"cpu": target.device is None}
     try:
         stmt = loop_nest(False, info)
     except HdslError as e:
@@ -425,7 +480,7 @@ def lower(p: Pipeline, schedule: str | None = None, target: "str | Target" = "ho
         # one whose coordinates are clamped gets no check that could refuse a param value
         if not any(d.message.startswith("cannot tell") for d in e.diagnostics):
             raise
-        info = {}
+        info = {"cpu": target.device is None}
         # (bounds inference's table of eliminations holds the first try's results, made
         # without the float rules: the second try must not reuse them, nor a later lowering
         # on this thread reuse the second's, which hold only under its run-time checks)
