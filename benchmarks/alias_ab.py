@@ -10,11 +10,14 @@ SHARE_STRIDED_AVX2 (strided taps sharing their dense vectors on AVX2 too; off: i
 varying height bounded by a constant, and windows of producers split along another dim,
 folded) and REQUIRED_REGIONS (LoopBuilder.REQUIRED_REGIONS: the producers of rounded-up
 stages computed over what the stages' regions need, as Halide's RoundUp, or over their
-rounded loops).
+rounded loops); HOIST_BASES (CodeGenLLVM.hoisted_base: the loop-invariant terms of an
+access's offset summed into a pointer LLVM hoists out of the loop) and WIDE_INTERLEAVE
+(CodeGenLLVM._wide_interleave: `f(x / 2)`'s interleaved indices addressed in 64 bits).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
                                   [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|
-                                            BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS]
+                                            BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS|HOIST_BASES|
+                                            WIDE_INTERLEAVE]
 """
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ def main(argv=None):
     ap.add_argument("--target", default="host")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
-                                         "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS"),
+                                         "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS", "HOIST_BASES",
+                                         "WIDE_INTERLEAVE"),
                     default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl.lower.loops
