@@ -150,6 +150,7 @@ class _Fn:
         # CodeGenLLVM.hoisted_base; None outside loops
         self.loop_from: int | None = None
         self._loop_blocks: tuple = (None, 0, frozenset())
+        self.hoisted: dict = {}              # the pointers hoisted out of that loop so far
 
 
     def wrote(self, buffer: str) -> None:
@@ -182,6 +183,46 @@ class _RingLet:
         self.wide = None
 
 
+class _LaneInvariantLets:
+    """st.ring_lets seen by _wide where only lets the same on every lane may be expanded
+    (their values' first lanes are every lane's): a let of a vectorized loop's ramp is not."""
+
+    def __init__(self, st):
+        self.st = st
+
+    def __contains__(self, name) -> bool:
+        return name in self.st.ring_lets
+
+    def __getitem__(self, name):
+        v = self.st.syms.get(name)
+        v = None if v is None else v[0]
+        if isinstance(v, (Ramp, Interleave)) or not isinstance(v, ir.Value) or isinstance(v.type, ir.VectorType):
+            return None
+        return self.st.ring_lets[name]
+
+
+def _added_once(e: Expr, n: Expr) -> bool:
+    """Whether e is n plus terms without n (n reached through + either side or - 's left)."""
+    def has(x) -> bool:
+        todo, seen = [x], set()
+        while todo:
+            y = todo.pop()
+            if y is n:
+                return True
+            if id(y) not in seen:
+                seen.add(id(y))
+                todo.extend(y.children())
+        return False
+    while e is not n:
+        if not (isinstance(e, BinOp) and e.op in ("+", "-")):
+            return False
+        ina, inb = has(e.a), has(e.b)
+        if ina == inb or (inb and e.op == "-"):
+            return False
+        e = e.a if ina else e.b
+    return True
+
+
 class _LoopID(ir.values.MDValue):
     """A loop's own metadata node (`distinct !{!self, ...}`, as LangRef's llvm.loop asks),
     one per loop."""
@@ -205,6 +246,7 @@ class CodeGenLLVM:
         self._written_memo: dict = {}
         self._residue_memo: dict = {}
         self._reads_memo: dict = {}
+        self._accesses_memo: dict = {}
 
     # ------------------------------------------------------------ declarations
     def decl(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg=False) -> ir.Function:
@@ -566,17 +608,45 @@ class CodeGenLLVM:
         if isinstance(idx, Interleave) and isinstance(idx.parts[0], Ramp) and \
                 isinstance(idx.parts[0].base, ir.Value) and idx.parts[0].base.type == I64T:
             w0 = idx.parts[0].base
-            rest = [p.base for p in idx.parts[1:]]
-            if not all(isinstance(x, ir.Instruction) and x.opname == "add" and x.operands[0] is w0 for x in rest):
+            if not all(isinstance(p, Ramp) and isinstance(p.base, ir.Value) and p.base.type == I64T
+                       for p in idx.parts[1:]):
                 return base, idx
             ptr, off = self.hoisted_base(st, base, mt, w0)
             if off is w0:
                 return base, idx
-            bases = [off] + [st.b.add(off, x.operands[1]) for x in rest]
+            # (part r: off + (w_r - w0), which LLVM folds to w_r's own varying terms)
+            b = st.b
+            bases = [off] + [b.add(off, b.sub(p.base, w0)) for p in idx.parts[1:]]
             return ptr, Interleave([Ramp(o, p.stride, p.lanes) for o, p in zip(bases, idx.parts)])
         return base, idx
 
     HOIST_BASES = True            # (off: one offset per access; benchmarks/alias_ab.py)
+    HOIST_LIMIT = 12              # pointers hoisted out of one loop at most (then offsets as before)
+    HOIST_ACCESSES = 16           # loops with more loads and stores than this hoist none
+
+    def accesses(self, s: Stmt) -> int:
+        """The distinct loads and stores in statement s (kept per statement: loops nest)."""
+        memo = self._accesses_memo
+        got = memo.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        seen: set = set()
+        todo_s, todo_e, n = [s], [], 0
+        while todo_s or todo_e:
+            if todo_s:
+                x = todo_s.pop()
+                n += isinstance(x, Store)
+                todo_s.extend(children(x))
+                todo_e.extend(own_exprs(x))
+                continue
+            e = todo_e.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            n += isinstance(e, Load)
+            todo_e.extend(e.children())
+        memo[id(s)] = (s, n)
+        return n
     _PURE = frozenset(("add", "sub", "mul", "shl", "ashr", "lshr", "and", "or", "xor", "sext", "zext", "trunc"))
 
     def hoisted_base(self, st: _Fn, base, mt, w):
@@ -592,7 +662,8 @@ class CodeGenLLVM:
         for two vectors. Exact: the same sum, in the same wrapping 64-bit arithmetic (no
         `inbounds`), associated otherwise."""
         k = st.loop_from
-        if not self.HOIST_BASES or k is None or not isinstance(w, ir.Instruction) or w.type != I64T:
+        if not self.HOIST_BASES or k is None or st.hoisted is None or not isinstance(w, ir.Instruction) \
+                or w.type != I64T:
             return base, w
         blocks = st.fn.blocks
         key, n, inside = st._loop_blocks
@@ -621,6 +692,17 @@ class CodeGenLLVM:
         flatten(w, False)
         if all(t[0] for t in terms) or not any(t[0] for t in terms):
             return base, w
+        def shape(v):             # (the same sum made again for another access: one pointer)
+            if isinstance(v, ir.Instruction) and v.opname in self._PURE and id(v.parent) in inside:
+                return (v.opname,) + tuple(shape(x) for x in v.operands)
+            return str(v.constant) if isinstance(v, ir.Constant) else id(v)
+        if st.hoisted is None:
+            return base, w
+        key = (id(base), frozenset((shape(v), neg) for inv, neg, v in terms if inv))
+        if key not in st.hoisted:
+            if len(st.hoisted) >= self.HOIST_LIMIT:
+                return base, w
+            st.hoisted[key] = True
         b = st.b
 
         def total(part):
@@ -651,11 +733,43 @@ class CodeGenLLVM:
         except _NotWide:
             return idx
         b = st.b
+        own = self._interleave_terms(st, e, len(parts))
+        if own is not None:
+            rest, halves = own
+            return Interleave([Ramp(b.add(rest, b.sext(h.base, I64T)), p.stride, p.lanes)
+                               for h, p in zip(halves, parts)])
         out = [Ramp(w0, parts[0].stride, parts[0].lanes)]
         for p in parts[1:]:
             d = b.sub(p.base, parts[0].base)
             out.append(Ramp(b.add(w0, b.sext(d, I64T)), p.stride, p.lanes))
         return Interleave(out)
+
+    def _interleave_terms(self, st: _Fn, e: Expr, k: int):
+        """(rest, parts) when e is `t + rest` (t added, once) with t's value an interleaved
+        index of k ramp parts and rest the same on every lane: rest in 64 bits and t's parts.
+        Part r's first lane is then rest + t's part r's first lane, a form in which the
+        halves that `f(x / 2)` and `f((x + 1) / 2)` share ((x + 1) / 2 of the first lane) are
+        the same value for LLVM, and so one load. None: e is not of that form."""
+        found = []
+
+        def leaf(n):
+            v = self._leaf(st, n)
+            if isinstance(v, Interleave):
+                if found or len(v.parts) != k or not all(
+                        isinstance(p, Ramp) and isinstance(p.base, ir.Value) and p.base.type == I32T for p in v.parts):
+                    raise _NotWide
+                found.append(n)
+                return ir.Constant(I32T, 0)
+            if isinstance(v, Ramp) or not isinstance(v, ir.Value) or isinstance(v.type, ir.VectorType):
+                raise _NotWide
+            return v
+        try:
+            rest = self._wide(st.b, e, leaf, _LaneInvariantLets(st))
+        except _NotWide:
+            return None
+        if not found or not _added_once(e, found[0]):
+            return None
+        return rest, self._leaf(st, found[0]).parts
 
     def _leaf(self, st: _Fn, n: Expr):
         if isinstance(n, (Var, Param)):
@@ -786,6 +900,7 @@ class CodeGenLLVM:
         b.cbranch(b.icmp_signed(">", ext, ir.Constant(I32T, 0)), head, done)
         b.position_at_end(head)
         outer_loop, st.loop_from = st.loop_from, len(st.fn.blocks) - 3
+        outer_hoisted, st.hoisted = st.hoisted, ({} if self.accesses(s.body) <= self.HOIST_ACCESSES else None)
         i = b.phi(I32T, name=s.var)
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, hi), body, done)
@@ -794,7 +909,7 @@ class CodeGenLLVM:
         st.syms[s.var] = (i, I32)
         self.stmt(st, s.body)
         nxt = b.add(i, ir.Constant(I32T, 1), flags=("nsw",))     # (i < hi: no overflow)
-        st.loop_from = outer_loop
+        st.loop_from, st.hoisted = outer_loop, outer_hoisted
         i.add_incoming(nxt, b.block)
         back = b.branch(head)
         if s.var.endswith(NARROW_LANES):
