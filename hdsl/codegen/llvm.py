@@ -149,7 +149,7 @@ class _Fn:
         # loop's blocks are that one and every later one until it ends), for
         # CodeGenLLVM.hoisted_base; None outside loops
         self.loop_from: int | None = None
-        self._loop_blocks: tuple = (None, 0, frozenset())
+        self.block_pos: dict = {}            # id(block) -> its index in fn.blocks (hoisted_base)
         self.hoisted: dict = {}              # the pointers hoisted out of that loop so far
 
 
@@ -203,16 +203,13 @@ class _LaneInvariantLets:
 
 def _added_once(e: Expr, n: Expr) -> bool:
     """Whether e is n plus terms without n (n reached through + either side or - 's left)."""
+    memo: dict = {}
+
     def has(x) -> bool:
-        todo, seen = [x], set()
-        while todo:
-            y = todo.pop()
-            if y is n:
-                return True
-            if id(y) not in seen:
-                seen.add(id(y))
-                todo.extend(y.children())
-        return False
+        got = memo.get(id(x))
+        if got is None:
+            got = memo[id(x)] = x is n or any(has(y) for y in x.children())
+        return got
     while e is not n:
         if not (isinstance(e, BinOp) and e.op in ("+", "-")):
             return False
@@ -665,17 +662,18 @@ class CodeGenLLVM:
         if not self.HOIST_BASES or k is None or st.hoisted is None or not isinstance(w, ir.Instruction) \
                 or w.type != I64T:
             return base, w
-        blocks = st.fn.blocks
-        key, n, inside = st._loop_blocks
-        if key != k or n != len(blocks):
-            inside = frozenset(id(x) for x in blocks[k:])
-            st._loop_blocks = (k, len(blocks), inside)
+        blocks, pos = st.fn.blocks, st.block_pos
+        for j in range(len(pos), len(blocks)):          # (blocks are only ever appended)
+            pos[id(blocks[j])] = j
         memo: dict = {}
+
+        def inside(block) -> bool:
+            return pos.get(id(block), -1) >= k
 
         def invariant(v) -> bool:
             if not isinstance(v, ir.Instruction):
                 return isinstance(v, (ir.Constant, ir.Argument))
-            if id(v.parent) not in inside:
+            if not inside(v.parent):
                 return True
             got = memo.get(id(v))
             if got is None:
@@ -692,10 +690,17 @@ class CodeGenLLVM:
         flatten(w, False)
         if all(t[0] for t in terms) or not any(t[0] for t in terms):
             return base, w
+        shapes: dict = {}
+
         def shape(v):             # (the same sum made again for another access: one pointer)
-            if isinstance(v, ir.Instruction) and v.opname in self._PURE and id(v.parent) in inside:
-                return (v.opname,) + tuple(shape(x) for x in v.operands)
-            return str(v.constant) if isinstance(v, ir.Constant) else id(v)
+            got = shapes.get(id(v))
+            if got is None:
+                if isinstance(v, ir.Instruction) and v.opname in self._PURE and inside(v.parent):
+                    got = (v.opname,) + tuple(shape(x) for x in v.operands)
+                else:
+                    got = str(v.constant) if isinstance(v, ir.Constant) else id(v)
+                shapes[id(v)] = got
+            return got
         if st.hoisted is None:
             return base, w
         key = (id(base), frozenset((shape(v), neg) for inv, neg, v in terms if inv))
@@ -713,6 +718,7 @@ class CodeGenLLVM:
         inv = total([t for t in terms if t[0]])
         return b.gep(base, [inv], source_etype=mt), total([t for t in terms if not t[0]])
 
+    SHARED_HALVES = True          # (off: part r as lane 0 plus a difference; tests/compiler/test_hoisted_bases.py)
     WIDE_INTERLEAVE = True        # (off: interleaved indices addressed in 32 bits; benchmarks/alias_ab.py)
 
     def _wide_interleave(self, st: _Fn, e: Expr, idx: Interleave):
@@ -733,7 +739,7 @@ class CodeGenLLVM:
         except _NotWide:
             return idx
         b = st.b
-        own = self._interleave_terms(st, e, len(parts))
+        own = self._interleave_terms(st, e, len(parts)) if self.SHARED_HALVES else None
         if own is not None:
             rest, halves = own
             return Interleave([Ramp(b.add(rest, b.sext(h.base, I64T)), p.stride, p.lanes)

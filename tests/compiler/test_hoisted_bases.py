@@ -217,3 +217,18 @@ def test_a_loop_with_many_accesses_hoists_nothing(monkeypatch):
     assert hoisted_pointers(form(20)) == 0
     monkeypatch.setattr(CodeGenLLVM, "HOIST_BASES", False)
     assert hoisted_pointers(form(4)) == 0
+
+
+def test_x_over_2_and_x_plus_1_over_2_share_their_common_half(monkeypatch):
+    """UP reads f at x / 2 and (x + 1) / 2 of row y and x / 2 of row y + 1: half-vectors
+    starting at x0 / 2, (x0 + 1) / 2 (both taps of row y), (x0 + 2) / 2, and x0 / 2,
+    (x0 + 1) / 2 of row y + 1. Addressed as rest + each half's own first lane
+    (CodeGenLLVM._interleave_terms), the common half of row y is one load: 5 half-vector
+    loads in the steady loop on AVX2, where lane 0 plus a difference made 6."""
+    def half_loads():
+        asm = compiled_form(hdsl.loads(UP, "upx.hl").ir, "asm", target="x86-64-avx2")
+        loop = max((body for body in _loops(asm) if any(ln.startswith("vpermilps") for ln in body)), key=len)
+        return sum(1 for ln in loop if re.match(r"(vbroadcastf128|vmovups)\s+[-0-9]*\(", ln))
+    assert half_loads() == 5
+    monkeypatch.setattr(CodeGenLLVM, "SHARED_HALVES", False)
+    assert half_loads() == 6
