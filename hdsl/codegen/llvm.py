@@ -73,9 +73,12 @@ class Interleave:
     (b + s*r) / k + s*j), so `f(x / 2)` loads two dense half-vectors and interleaves them,
     as Halide does, instead of gathering or checking patterns at run time."""
 
-    def __init__(self, parts: list):
+    def __init__(self, parts: list, halves: bool = False):
         self.parts = parts
         self.lanes = sum(p.lanes for p in parts)
+        # halves: two parts whose first lanes differ by 0 or 1 (`ramp / 2` of a ramp of
+        # stride 1, plus terms the same on every lane): CodeGenCPU.parity_load
+        self.halves = halves
 
 
 def shaped(ref, scalar_type: ir.Type) -> ir.Type:
@@ -614,7 +617,7 @@ class CodeGenLLVM:
             # (part r: off + (w_r - w0), which LLVM folds to w_r's own varying terms)
             b = st.b
             bases = [off] + [b.add(off, b.sub(p.base, w0)) for p in idx.parts[1:]]
-            return ptr, Interleave([Ramp(o, p.stride, p.lanes) for o, p in zip(bases, idx.parts)])
+            return ptr, Interleave([Ramp(o, p.stride, p.lanes) for o, p in zip(bases, idx.parts)], idx.halves)
         return base, idx
 
     HOIST_BASES = True            # (off: one offset per access; benchmarks/alias_ab.py)
@@ -743,12 +746,12 @@ class CodeGenLLVM:
         if own is not None:
             rest, halves = own
             return Interleave([Ramp(b.add(rest, b.sext(h.base, I64T)), p.stride, p.lanes)
-                               for h, p in zip(halves, parts)])
+                               for h, p in zip(halves, parts)], idx.halves)
         out = [Ramp(w0, parts[0].stride, parts[0].lanes)]
         for p in parts[1:]:
             d = b.sub(p.base, parts[0].base)
             out.append(Ramp(b.add(w0, b.sext(d, I64T)), p.stride, p.lanes))
-        return Interleave(out)
+        return Interleave(out, idx.halves)
 
     def _interleave_terms(self, st: _Fn, e: Expr, k: int):
         """(rest, parts) when e is `t + rest` (t added, once) with t's value an interleaved

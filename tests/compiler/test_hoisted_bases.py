@@ -16,6 +16,7 @@ import pytest
 
 import hdsl
 from hdsl.aot import compiled_form
+from hdsl.codegen.cpu import CodeGenCPU
 from hdsl.codegen.llvm import CodeGenLLVM
 
 # interpolate's level 1 (examples/interpolate.hl, Halide's apps/interpolate): four planes
@@ -232,3 +233,75 @@ def test_x_over_2_and_x_plus_1_over_2_share_their_common_half(monkeypatch):
     assert half_loads() == 5
     monkeypatch.setattr(CodeGenLLVM, "SHARED_HALVES", False)
     assert half_loads() == 6
+
+
+# interpolate's output: 2x2 upsampling of two Funcs, 8 loads at x / 2 and (x + 1) / 2 a vector
+UP8 = """
+pipeline up8
+use boundary
+input img: T[2]
+output out: T[2]
+algorithm {
+    var x, y
+    clamped = repeat_edge(img)
+    f(x, y) = clamped(x, y) * K2 + K1
+    g(x, y) = clamped(x, y) - K1
+    uf(x, y) = f(x / 2, y / 2) + f((x + 1) / 2, y / 2) + f(x / 2, (y + 1) / 2) + f((x + 1) / 2, (y + 1) / 2)
+    ug(x, y) = g(x / 2, y / 2) + g((x + 1) / 2, y / 2) + g(x / 2, (y + 1) / 2) + g((x + 1) / 2, (y + 1) / 2)
+    out(x, y) = uf(x, y) * K2 - ug(x, y)
+}
+schedule {
+    f.compute_root()
+    g.compute_root()
+    out.vectorize(x, 8)
+}
+"""
+
+
+def up8(t: str):
+    k1, k2 = ("1.0f", "2.0f") if t == "f32" else ("1", "2")
+    return hdsl.loads(UP8.replace("T[", t + "[").replace("K1", k1).replace("K2", k2), "up8.hl")
+
+
+@pytest.mark.parametrize("t", ["f32", "i32"])
+@pytest.mark.parametrize("target", ["x86-64-avx2", "host"])
+@pytest.mark.parametrize("x0, y0, w", [(0, 0, 32), (1, 1, 29), (-7, -3, 8), (5, 2, 3), (-2 ** 31 + 3, 0, 17)])
+def test_parity_loads_values(t, target, x0, y0, w):
+    """Even and odd first x (the halves' first lanes differ by 0 or 1), a region narrower than
+    a vector, floor division of negative x, and f32 and i32 lanes (the permute is of floats:
+    i32 goes through bitcasts), against NumPy in int64 / float64 (exact here)."""
+    h = 4
+    dt = np.float32 if t == "f32" else np.int32
+    img = np.random.RandomState(w + x0 % 7).randint(-20, 20, (6, 11)).astype(dt)
+    i = img.astype(np.int64)
+
+    def at(x, y):
+        return i[np.clip(y, 0, i.shape[0] - 1)][:, np.clip(x, 0, i.shape[1] - 1)]
+    xs = np.arange(x0, x0 + w, dtype=np.int64)
+    ys = np.arange(y0, y0 + h, dtype=np.int64)
+    taps = [at(a, b) for b in (ys // 2, (ys + 1) // 2) for a in (xs // 2, (xs + 1) // 2)]
+    want = sum(v * 2 + 1 for v in taps) * 2 - sum(v - 1 for v in taps)
+    p = up8(t)
+    got = p.compile(target).realize((w, h), min=(x0, y0), img=img)
+    assert np.array_equal(got, want.astype(dt))
+    if abs(x0) < 100:
+        assert np.array_equal(got, p.realize((w, h), min=(x0, y0), img=img))
+
+
+def test_parity_loads_shape(monkeypatch):
+    """On AVX2 each of the 8 loads is one permute of [f[p .. p + 3] | f[p + d .. p + d + 3]]
+    (vinsertf128, vpermilps with a control made from d); with the rule off, the fixed
+    interleave of two half-vectors: vpermilps twice and a blend each, no insert. UP's 3
+    such loads (fewer than PARITY_MIN_LOADS) keep the fixed interleave."""
+    def loop(p):
+        asm = compiled_form(p.ir, "asm", target="x86-64-avx2")
+        return max((body for body in _loops(asm) if any(ln.startswith("vpermilps") for ln in body)), key=len)
+    body = loop(up8("f32"))
+    assert sum(ln.startswith("vinsertf128") for ln in body) >= 6
+    assert sum(ln.startswith("vpermilps") for ln in body) == 8
+    assert not any(ln.startswith("vblendps") for ln in body)
+    assert not any(ln.startswith("vinsertf128") for ln in loop(hdsl.loads(UP, "upx.hl")))
+    monkeypatch.setattr(CodeGenCPU, "PARITY_LOADS", False)
+    body = loop(up8("f32"))
+    assert not any(ln.startswith("vinsertf128") for ln in body)
+    assert sum(ln.startswith("vpermilps") for ln in body) >= 12
