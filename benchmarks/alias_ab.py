@@ -13,12 +13,16 @@ stages computed over what the stages' regions need, as Halide's RoundUp, or over
 rounded loops), RUNTIME_FOLDS (hdsl.lower.loops: sliding windows that no rule bounds folded
 by a power of two found at run time) and SHARE_PHASES (CodeGenCPU.SHARE_PHASES: the phases
 of one stride, a deinterleave's x * 2 and x * 2 + 1, read from shared vectors, and on AVX2
-picked by packs).
+picked by packs); HOIST_BASES (CodeGenLLVM.hoisted_base: the loop-invariant terms of an
+access's offset summed into a pointer LLVM hoists out of the loop) and WIDE_INTERLEAVE
+(CodeGenLLVM._wide_interleave: `f(x / 2)`'s interleaved indices addressed in 64 bits),
+PARITY_LOADS (CodeGenCPU.parity_load: `f(x / 2)` on AVX2 as one in-lane permute of its two
+half-vectors, controlled by the first lane's parity).
 
     python benchmarks/alias_ab.py [--apps local_laplacian,camera_pipe,...] [--target host] [--reps 15]
                                   [--switch ALIAS_INFO|SHARE_TASKS|IN_LANE_PICKS|SHARE_STRIDED_AVX2|
                                             BOUNDED_FOLDS|LET_RESIDUES|REQUIRED_REGIONS|RUNTIME_FOLDS|
-                                            SHARE_PHASES]
+                                            SHARE_PHASES|HOIST_BASES|WIDE_INTERLEAVE|PARITY_LOADS]
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--switch", choices=("ALIAS_INFO", "SHARE_TASKS", "IN_LANE_PICKS", "SHARE_STRIDED_AVX2",
                                          "BOUNDED_FOLDS", "LET_RESIDUES", "REQUIRED_REGIONS", "RUNTIME_FOLDS",
-                                         "SHARE_PHASES"),
+                                         "SHARE_PHASES", "HOIST_BASES", "WIDE_INTERLEAVE", "PARITY_LOADS"),
                     default="ALIAS_INFO")
     a = ap.parse_args(argv)
     import hdsl.lower.loops

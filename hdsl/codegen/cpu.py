@@ -735,10 +735,28 @@ class CodeGenCPU(CodeGenLLVM):
 
     # ------------------------------------------------------------ vector memory access
     def store(self, st: _Fn, s: Store):
+        parity = False
         if st.lanes is not None and st.mask is None:
             # gathers of neighbouring elements loaded together (hdsl/codegen/gather_groups.py)
             gather_groups.prepare(self, st, s.value)
+            parity = self.PARITY_LOADS and self.in_lane_picks and self.parity_loads(st, s.value)
+        saved, st.parity = getattr(st, "parity", False), parity
         super().store(st, s)
+        st.parity = saved
+
+    PARITY_MIN_LOADS = 8          # halves loads a statement needs for parity_load to pay
+
+    def parity_loads(self, st: _Fn, value) -> bool:
+        """Whether `value` has at least PARITY_MIN_LOADS loads of 32-bit halves (parity_load):
+        their controls, two to four vector instructions for each distinct d, are then
+        shared by enough loads (interpolate's output: 8 a channel; its upsampling levels'
+        4 took 3 instructions a vector more than the fixed interleave)."""
+        n = 0
+        for ld in gather_groups.every_lane(value):
+            if ld.type.bits == 32:
+                iv = self.expr(st, ld.index, keep_ramp=True)
+                n += isinstance(iv, Interleave) and iv.halves
+        return n >= self.PARITY_MIN_LOADS
 
     def store_vector(self, st: _Fn, s: Store, base, idx, v, lanes: int | None):
         b = st.b
@@ -790,12 +808,49 @@ class CodeGenCPU(CodeGenLLVM):
         return st.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
                                    ir.Constant(ir.VectorType(I32T, n), list(range(n - 1, -1, -1))))
 
+    PARITY_LOADS = True           # (off: the two halves interleaved by a fixed shuffle)
+
     def vector_load(self, st: _Fn, e: Load, base, idx):
         if isinstance(idx, Interleave):
             if st.mask is None:
+                v = self.parity_load(st, e, base, idx)
+                if v is not None:
+                    return v
                 return self.interleave(st, [self.load_vector(st, e, base, p) for p in idx.parts])
             idx = self.val(st, idx)
         return self.load_vector(st, e, base, idx)
+
+    def parity_load(self, st: _Fn, e: Load, base, idx: Interleave):
+        """`f(x / 2)` (an Interleave of halves: first lanes p and p + d, d = 0 or 1) of 8
+        lanes of 32 bits on AVX/AVX2, as one vector holding the two half-vectors it reads,
+        [f[p .. p + 3] | f[p + d .. p + d + 3]] (a 16-byte load and an insert from memory),
+        and one in-lane variable permute (vpermilps) whose control depends on d only:
+        lanes (p, p + d, p + 1, p + 1 + d) from the low half, (p + 2, p + 2 + d, p + 3,
+        p + 3 + d) from the high one, at [0, d, 1, 1 + d] and [2 - d, 2, 3 - d, 3]. LLVM
+        makes the fixed interleave of the two halves two broadcasts, two permutes and a
+        blend; this is two loads (one folded into the insert) and one permute, plus the
+        control, made once a vector for every load of the same d. It reads the same
+        elements. None: not such a load."""
+        if not (getattr(st, "parity", False) and idx.halves and len(idx.parts) == 2
+                and e.type.bits == 32 and all(isinstance(p, Ramp) and isinstance(p.stride, int) and p.stride == 1
+                                               and p.lanes == 4 for p in idx.parts)):
+            return None
+        b = st.b
+        mt = llvm_type(e.type, True)
+        halves = [self.load_vector(st, e, base, p) for p in idx.parts]
+        both = b.shuffle_vector(halves[0], halves[1], ir.Constant(ir.VectorType(I32T, 8), list(range(8))))
+        d = b.sub(idx.parts[1].base, idx.parts[0].base)
+        if d.type != I32T:
+            d = b.trunc(d, I32T)
+        # (-d is all ones or zeros: the control moves by [0 1 0 1 -1 0 -1 0] or not)
+        i32x8 = ir.VectorType(I32T, 8)
+        minus_d = self.splat(st, b.sub(ir.Constant(I32T, 0), d), 8)
+        ctrl = b.add(ir.Constant(i32x8, [0, 0, 1, 1, 2, 2, 3, 3]),
+                     b.and_(minus_d, ir.Constant(i32x8, [0, 1, 0, 1, -1, 0, -1, 0])))
+        f32x8 = ir.VectorType(ir.FloatType(), 8)
+        permute = self.decl("llvm.x86.avx.vpermilvar.ps.256", f32x8, [f32x8, ir.VectorType(I32T, 8)])
+        v = b.call(permute, [both if mt == ir.FloatType() else b.bitcast(both, f32x8), ctrl])
+        return v if mt == ir.FloatType() else b.bitcast(v, ir.VectorType(mt, 8))
 
     def load_vector(self, st: _Fn, e: Load, base, idx):
         """The vector of elements of `base` at `idx` (a Ramp or a vector), as stored in memory."""
@@ -1165,7 +1220,7 @@ class CodeGenCPU(CodeGenLLVM):
             stride = r.stride if isinstance(r.stride, int) else self.cast(st, t, r.stride, e.value.type)
             return Ramp(self.cast(st, t, r.base, e.value.type), stride, r.lanes)
         if isinstance(v, Interleave):
-            return Interleave([widen(p) for p in v.parts])
+            return Interleave([widen(p) for p in v.parts], v.halves)
         return widen(v)
 
     def index_binop(self, st: _Fn, e: BinOp, a, c):
@@ -1206,7 +1261,7 @@ class CodeGenCPU(CodeGenLLVM):
                         br = a.base if r == 0 else \
                             self.plus_known(st, b.add(a.base, ir.Constant(a.base.type, a.stride * r)), a.base, a.stride * r)
                         parts.append(Ramp(divmod_(br), a.stride if e.op == "/" else 0, a.lanes // k))
-                    return Interleave(parts)
+                    return Interleave(parts, e.op == "/" and k == 2 and a.stride == 1)
             return None
 
         def scalar(v):
@@ -1283,7 +1338,14 @@ class CodeGenCPU(CodeGenLLVM):
             if not isinstance(r, Ramp):
                 return None
             out.append(r)
-        return Interleave(out)
+
+        def same_on_every_lane(v):
+            return (isinstance(v, Ramp) and isinstance(v.stride, int) and v.stride == 0) or \
+                not isinstance(v, (Ramp, Interleave)) and not isinstance(v.type, ir.VectorType)
+        # (halves plus or minus one value: the parts' first lanes still differ by 0 or 1)
+        halves = e.op in ("+", "-") and isinstance(a, Interleave) and a.halves and same_on_every_lane(c) or \
+            e.op == "+" and isinstance(c, Interleave) and c.halves and same_on_every_lane(a)
+        return Interleave(out, halves)
 
     @staticmethod
     def _s(b, x, like):

@@ -286,8 +286,9 @@ def _strided_groups(cg, st, on_every_lane: list[Load], value_of, phases_only: bo
         t = first.type
         mt = llvm_type(t, True)
         vt = ir.VectorType(mt, lanes)
-        ramp = cg.wide_ramp(st, first.index, ramp_of[id(first)])
-        start = b.gep(cg.buffer_ptr(st, first.buffer), [ramp.base], source_etype=mt)
+        ptr, ramp = cg.hoisted_access(st, cg.buffer_ptr(st, first.buffer), mt,
+                                      cg.wide_ramp(st, first.index, ramp_of[id(first)]))
+        start = b.gep(ptr, [ramp.base], source_etype=mt)
         chunks: dict[int, object] = {}
 
         def chunk(pos):

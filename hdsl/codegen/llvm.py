@@ -73,9 +73,12 @@ class Interleave:
     (b + s*r) / k + s*j), so `f(x / 2)` loads two dense half-vectors and interleaves them,
     as Halide does, instead of gathering or checking patterns at run time."""
 
-    def __init__(self, parts: list):
+    def __init__(self, parts: list, halves: bool = False):
         self.parts = parts
         self.lanes = sum(p.lanes for p in parts)
+        # halves: two parts whose first lanes differ by 0 or 1 (`ramp / 2` of a ramp of
+        # stride 1, plus terms the same on every lane): CodeGenCPU.parity_load
+        self.halves = halves
 
 
 def shaped(ref, scalar_type: ir.Type) -> ir.Type:
@@ -146,6 +149,12 @@ class _Fn:
         self.known: dict[int, tuple] = {}
         self.copies = 1                      # how many such copies the code here is one of
         self.fixed_stack = 0                 # bytes of fixed frame slots taken (CodeGenCPU.allocate)
+        # the innermost serial loop being generated: the index in fn.blocks of its head (the
+        # loop's blocks are that one and every later one until it ends), for
+        # CodeGenLLVM.hoisted_base; None outside loops
+        self.loop_from: int | None = None
+        self.block_pos: dict = {}            # id(block) -> its index in fn.blocks (hoisted_base)
+        self.hoisted: dict = {}              # the pointers hoisted out of that loop so far
 
 
     def wrote(self, buffer: str) -> None:
@@ -178,6 +187,43 @@ class _RingLet:
         self.wide = None
 
 
+class _LaneInvariantLets:
+    """st.ring_lets seen by _wide where only lets the same on every lane may be expanded
+    (their values' first lanes are every lane's): a let of a vectorized loop's ramp is not."""
+
+    def __init__(self, st):
+        self.st = st
+
+    def __contains__(self, name) -> bool:
+        return name in self.st.ring_lets
+
+    def __getitem__(self, name):
+        v = self.st.syms.get(name)
+        v = None if v is None else v[0]
+        if isinstance(v, (Ramp, Interleave)) or not isinstance(v, ir.Value) or isinstance(v.type, ir.VectorType):
+            return None
+        return self.st.ring_lets[name]
+
+
+def _added_once(e: Expr, n: Expr) -> bool:
+    """Whether e is n plus terms without n (n reached through + either side or - 's left)."""
+    memo: dict = {}
+
+    def has(x) -> bool:
+        got = memo.get(id(x))
+        if got is None:
+            got = memo[id(x)] = x is n or any(has(y) for y in x.children())
+        return got
+    while e is not n:
+        if not (isinstance(e, BinOp) and e.op in ("+", "-")):
+            return False
+        ina, inb = has(e.a), has(e.b)
+        if ina == inb or (inb and e.op == "-"):
+            return False
+        e = e.a if ina else e.b
+    return True
+
+
 class _LoopID(ir.values.MDValue):
     """A loop's own metadata node (`distinct !{!self, ...}`, as LangRef's llvm.loop asks),
     one per loop."""
@@ -201,6 +247,7 @@ class CodeGenLLVM:
         self._written_memo: dict = {}
         self._residue_memo: dict = {}
         self._reads_memo: dict = {}
+        self._accesses_memo: dict = {}
 
     # ------------------------------------------------------------ declarations
     def decl(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg=False) -> ir.Function:
@@ -493,14 +540,15 @@ class CodeGenLLVM:
         if isinstance(idx, Interleave):
             idx = self.val(st, idx)
         idx = self.wide_ramp(st, s.index, idx)
-        base = self.buffer_ptr(st, s.buffer)
+        base, idx = self.hoisted_access(st, self.buffer_ptr(st, s.buffer), mt, idx)
         lanes = idx.lanes if isinstance(idx, Ramp) else (idx.type.count if isinstance(idx.type, ir.VectorType)
                                                          else (v.type.count if isinstance(v.type, ir.VectorType)
                                                                else None))
         if lanes is None and st.mask is None:
             if t.is_bool():
                 v = b.zext(v, I8T)
-            b.store(v, b.gep(base, [self.wide_index(st, s.index, idx)], source_etype=mt))
+            ptr, off = self.hoisted_base(st, base, mt, self.wide_index(st, s.index, idx))
+            b.store(v, b.gep(ptr, [off], source_etype=mt))
         else:
             self.store_vector(st, s, base, idx, v, lanes)
 
@@ -509,11 +557,12 @@ class CodeGenLLVM:
         t = e.type
         mt = llvm_type(t, True)
         idx = self.wide_ramp(st, e.index, self.expr(st, e.index, keep_ramp=True))
-        base = self.buffer_ptr(st, e.buffer)
+        base, idx = self.hoisted_access(st, self.buffer_ptr(st, e.buffer), mt, idx)
         if isinstance(idx, (Ramp, Interleave)) or isinstance(idx.type, ir.VectorType):
             v = self.vector_load(st, e, base, idx)
             return b.icmp_unsigned("!=", v, K(v, 0)) if t.is_bool() else v
-        v = b.load(b.gep(base, [self.wide_index(st, e.index, idx)], source_etype=mt), typ=mt)
+        ptr, off = self.hoisted_base(st, base, mt, self.wide_index(st, e.index, idx))
+        v = b.load(b.gep(ptr, [off], source_etype=mt), typ=mt)
         return b.icmp_unsigned("!=", v, ir.Constant(I8T, 0)) if t.is_bool() else v
 
     # ------------------------------------------------------------ 64-bit addressing
@@ -546,12 +595,196 @@ class CodeGenLLVM:
         first lane is e at every variable's first lane, so the same + - * over the leaves'
         first lanes. LLVM then keeps one pointer per access stream in the loop, as for Halide,
         instead of an i32 offset, a sign extension and a spilled counter per load and store."""
+        if isinstance(idx, Interleave):
+            return self._wide_interleave(st, e, idx)
         if not (st.wide_index and isinstance(idx, Ramp) and isinstance(idx.stride, int) and idx.base.type == I32T):
             return idx
         try:
             return Ramp(self._wide(st.b, e, lambda n: _lane0(self._leaf(st, n)), st.ring_lets), idx.stride, idx.lanes)
         except _NotWide:
             return idx
+
+    def hoisted_access(self, st: _Fn, base, mt, idx):
+        """(pointer, index) for a vector access at idx (as wide_ramp gives it) off base: a
+        ramp's 64-bit first lane split by hoisted_base, an interleaved index's parts (first
+        lanes w0 and w0 + d, _wide_interleave) off the pointer w0's split gives."""
+        if isinstance(idx, Ramp) and isinstance(idx.base, ir.Value) and idx.base.type == I64T:
+            ptr, off = self.hoisted_base(st, base, mt, idx.base)
+            return ptr, Ramp(off, idx.stride, idx.lanes)
+        if isinstance(idx, Interleave) and isinstance(idx.parts[0], Ramp) and \
+                isinstance(idx.parts[0].base, ir.Value) and idx.parts[0].base.type == I64T:
+            w0 = idx.parts[0].base
+            if not all(isinstance(p, Ramp) and isinstance(p.base, ir.Value) and p.base.type == I64T
+                       for p in idx.parts[1:]):
+                return base, idx
+            ptr, off = self.hoisted_base(st, base, mt, w0)
+            if off is w0:
+                return base, idx
+            # (part r: off + (w_r - w0), which LLVM folds to w_r's own varying terms)
+            b = st.b
+            bases = [off] + [b.add(off, b.sub(p.base, w0)) for p in idx.parts[1:]]
+            return ptr, Interleave([Ramp(o, p.stride, p.lanes) for o, p in zip(bases, idx.parts)], idx.halves)
+        return base, idx
+
+    HOIST_BASES = True            # (off: one offset per access; benchmarks/alias_ab.py)
+    HOIST_LIMIT = 12              # pointers hoisted out of one loop at most (then offsets as before)
+    HOIST_ACCESSES = 16           # loops with more loads and stores than this hoist none
+
+    def accesses(self, s: Stmt) -> int:
+        """The distinct loads and stores in statement s (kept per statement: loops nest)."""
+        memo = self._accesses_memo
+        got = memo.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        seen: set = set()
+        todo_s, todo_e, n = [s], [], 0
+        while todo_s or todo_e:
+            if todo_s:
+                x = todo_s.pop()
+                n += isinstance(x, Store)
+                todo_s.extend(children(x))
+                todo_e.extend(own_exprs(x))
+                continue
+            e = todo_e.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            n += isinstance(e, Load)
+            todo_e.extend(e.children())
+        memo[id(s)] = (s, n)
+        return n
+    _PURE = frozenset(("add", "sub", "mul", "shl", "ashr", "lshr", "and", "or", "xor", "sext", "zext", "trunc"))
+
+    def hoisted_base(self, st: _Fn, base, mt, w):
+        """(pointer, offset) for an access at the i64 offset w (in elements of mt) off base,
+        inside a serial loop: w's terms (its + and - taken apart) that do not change in the
+        innermost loop summed into a pointer of their own, `base + invariant`, the rest left
+        as the offset. LLVM hoists that pointer out of the loop, and every access of the
+        loop addresses as pointer + shared offset (x86: one addressing mode) instead of
+        summing its own offset, and reloading the invariant terms the registers could not
+        hold, in every iteration. It is what LLVM's loop strength reduction would do, which
+        the CPU code generator leaves out for its compile time (hdsl/runtime/jit.py:
+        CODEGEN_OPTIONS): interpolate's level-1 input loop went from 45 to 27 instructions
+        for two vectors. Exact: the same sum, in the same wrapping 64-bit arithmetic (no
+        `inbounds`), associated otherwise."""
+        k = st.loop_from
+        if not self.HOIST_BASES or k is None or st.hoisted is None or not isinstance(w, ir.Instruction) \
+                or w.type != I64T:
+            return base, w
+        blocks, pos = st.fn.blocks, st.block_pos
+        for j in range(len(pos), len(blocks)):          # (blocks are only ever appended)
+            pos[id(blocks[j])] = j
+        memo: dict = {}
+
+        def inside(block) -> bool:
+            return pos.get(id(block), -1) >= k
+
+        def invariant(v) -> bool:
+            if not isinstance(v, ir.Instruction):
+                return isinstance(v, (ir.Constant, ir.Argument))
+            if not inside(v.parent):
+                return True
+            got = memo.get(id(v))
+            if got is None:
+                got = memo[id(v)] = v.opname in self._PURE and all(invariant(x) for x in v.operands)
+            return got
+        terms = []
+
+        def flatten(v, neg: bool):
+            if isinstance(v, ir.Instruction) and v.opname in ("add", "sub") and not invariant(v):
+                flatten(v.operands[0], neg)
+                flatten(v.operands[1], neg != (v.opname == "sub"))
+            else:
+                terms.append((invariant(v), neg, v))
+        flatten(w, False)
+        if all(t[0] for t in terms) or not any(t[0] for t in terms):
+            return base, w
+        shapes: dict = {}
+
+        def shape(v):             # (the same sum made again for another access: one pointer)
+            got = shapes.get(id(v))
+            if got is None:
+                if isinstance(v, ir.Instruction) and v.opname in self._PURE and inside(v.parent):
+                    got = (v.opname,) + tuple(shape(x) for x in v.operands)
+                else:
+                    got = str(v.constant) if isinstance(v, ir.Constant) else id(v)
+                shapes[id(v)] = got
+            return got
+        if st.hoisted is None:
+            return base, w
+        key = (id(base), frozenset((shape(v), neg) for inv, neg, v in terms if inv))
+        if key not in st.hoisted:
+            if len(st.hoisted) >= self.HOIST_LIMIT:
+                return base, w
+            st.hoisted[key] = True
+        b = st.b
+
+        def total(part):
+            acc = None
+            for _, neg, v in sorted(part, key=lambda t: t[1]):     # (the added terms first)
+                acc = (b.neg(v) if neg else v) if acc is None else (b.sub(acc, v) if neg else b.add(acc, v))
+            return acc
+        inv = total([t for t in terms if t[0]])
+        return b.gep(base, [inv], source_etype=mt), total([t for t in terms if not t[0]])
+
+    SHARED_HALVES = True          # (off: part r as lane 0 plus a difference; tests/compiler/test_hoisted_bases.py)
+    WIDE_INTERLEAVE = True        # (off: interleaved indices addressed in 32 bits; benchmarks/alias_ab.py)
+
+    def _wide_interleave(self, st: _Fn, e: Expr, idx: Interleave):
+        """An interleaved index (`f(x / 2)`: Interleave) with each part's first lane in 64 bits:
+        lane 0 of e as wide_ramp makes it (the + - * over the leaves' first lanes), and part r's
+        first lane that plus the i32 difference of the parts' first lanes (lane r less lane 0:
+        a small exact number, 0 or 1 for `x / 2`, as both lanes are offsets in bounds). Each
+        tap then addresses off one pointer per row and channel held outside the loop and one
+        64-bit lane offset per vector, shared by every load of the vector, where the i32 sum
+        of every tap's row, channel and lane terms was made and sign-extended on its own
+        (interpolate's output: 24 loads a vector, each two to four integer instructions)."""
+        parts = idx.parts
+        if not (st.wide_index and self.WIDE_INTERLEAVE and all(
+                isinstance(p, Ramp) and isinstance(p.stride, int) and p.base.type == I32T for p in parts)):
+            return idx
+        try:
+            w0 = self._wide(st.b, e, lambda n: _lane0(self._leaf(st, n)), st.ring_lets)
+        except _NotWide:
+            return idx
+        b = st.b
+        own = self._interleave_terms(st, e, len(parts)) if self.SHARED_HALVES else None
+        if own is not None:
+            rest, halves = own
+            return Interleave([Ramp(b.add(rest, b.sext(h.base, I64T)), p.stride, p.lanes)
+                               for h, p in zip(halves, parts)], idx.halves)
+        out = [Ramp(w0, parts[0].stride, parts[0].lanes)]
+        for p in parts[1:]:
+            d = b.sub(p.base, parts[0].base)
+            out.append(Ramp(b.add(w0, b.sext(d, I64T)), p.stride, p.lanes))
+        return Interleave(out, idx.halves)
+
+    def _interleave_terms(self, st: _Fn, e: Expr, k: int):
+        """(rest, parts) when e is `t + rest` (t added, once) with t's value an interleaved
+        index of k ramp parts and rest the same on every lane: rest in 64 bits and t's parts.
+        Part r's first lane is then rest + t's part r's first lane, a form in which the
+        halves that `f(x / 2)` and `f((x + 1) / 2)` share ((x + 1) / 2 of the first lane) are
+        the same value for LLVM, and so one load. None: e is not of that form."""
+        found = []
+
+        def leaf(n):
+            v = self._leaf(st, n)
+            if isinstance(v, Interleave):
+                if found or len(v.parts) != k or not all(
+                        isinstance(p, Ramp) and isinstance(p.base, ir.Value) and p.base.type == I32T for p in v.parts):
+                    raise _NotWide
+                found.append(n)
+                return ir.Constant(I32T, 0)
+            if isinstance(v, Ramp) or not isinstance(v, ir.Value) or isinstance(v.type, ir.VectorType):
+                raise _NotWide
+            return v
+        try:
+            rest = self._wide(st.b, e, leaf, _LaneInvariantLets(st))
+        except _NotWide:
+            return None
+        if not found or not _added_once(e, found[0]):
+            return None
+        return rest, self._leaf(st, found[0]).parts
 
     def _leaf(self, st: _Fn, n: Expr):
         if isinstance(n, (Var, Param)):
@@ -681,6 +914,8 @@ class CodeGenLLVM:
         # wraps past lo (an rdom from i32(NaN) = -2^31 to 4 has a wrapped, negative extent)
         b.cbranch(b.icmp_signed(">", ext, ir.Constant(I32T, 0)), head, done)
         b.position_at_end(head)
+        outer_loop, st.loop_from = st.loop_from, len(st.fn.blocks) - 3
+        outer_hoisted, st.hoisted = st.hoisted, ({} if self.accesses(s.body) <= self.HOIST_ACCESSES else None)
         i = b.phi(I32T, name=s.var)
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, hi), body, done)
@@ -689,6 +924,7 @@ class CodeGenLLVM:
         st.syms[s.var] = (i, I32)
         self.stmt(st, s.body)
         nxt = b.add(i, ir.Constant(I32T, 1), flags=("nsw",))     # (i < hi: no overflow)
+        st.loop_from, st.hoisted = outer_loop, outer_hoisted
         i.add_incoming(nxt, b.block)
         back = b.branch(head)
         if s.var.endswith(NARROW_LANES):
