@@ -590,7 +590,9 @@ def check_block_limits(stmt: Stmt, p, sched: Schedule | None, target) -> Stmt:
                     if isinstance(n, Const):
                         if n.value > most:
                             raise grid_limit_error(kfunc, what, dim, n.value, sched)
-                    elif what == 0 or dim == 2:     # (threads along x or y: within the 1024 in all)
+                    elif (what == 0 and dim > 0) or dim == 2:
+                        # (an i32 grid along x is within 2^31 - 1; threads along x or y within
+                        # the 1024 in all, checked above)
                         ok = BinOp("<=", n, Const(I64, most), BOOL)
                         s = block(Assert(ok, ERR_GRID_LIMIT, (Const(I64, order.get(kfunc, -1)), Const(I64, what),
                                                               Const(I64, dim), n)), s)

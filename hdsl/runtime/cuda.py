@@ -4,8 +4,10 @@ CUDA pipeline loads.
 CI has no NVIDIA GPU, so CI never runs the pycuda calls below (`_driver`, `CudaDevice`'s
 entry points); what it checks is everything around them: the PTX (hdsl/codegen/ptx.py,
 assembled by ptxas), the argument packing (`pack_args`), the device code cache, and the
-one-sentence error where pycuda or a driver is missing. They ran on an NVIDIA H200 on
-2026-11-27 (`HDSL_TEST_TARGET=cuda` over the GPU tests; docs/gpu.md has the results).
+one-sentence error where pycuda or a driver is missing. They ran once on an NVIDIA H200 on
+2026-11-27, as of 01dcd8e (`HDSL_TEST_TARGET=cuda` over the GPU tests; benchmarks/GPU.md);
+the per-call push and pop of the context and the naming of a faulted kernel came after that
+run and have not run on a GPU yet.
 
 - Importing hdsl never imports pycuda: it is imported when a CudaDevice is made (by
   `Pipeline.compile("cuda")`). Without pycuda, or without a driver or GPU, that raises an

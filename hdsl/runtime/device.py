@@ -133,6 +133,14 @@ class Device:
 
 
 PAGE = mmap.PAGESIZE
+_LIBC = []
+
+
+def _libc():
+    """The C library (mprotect), loaded on first use."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 class HostEmulatedDevice(Device):
@@ -155,9 +163,8 @@ class HostEmulatedDevice(Device):
         pages = (size + PAGE - 1) // PAGE
         m = mmap.mmap(-1, (pages + 2) * PAGE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         base = ctypes.addressof(ctypes.c_char.from_buffer(m))
-        libc = ctypes.CDLL(None, use_errno=True)
         for page in (base, base + (pages + 1) * PAGE):       # the guard pages below and above
-            if libc.mprotect(ctypes.c_void_p(page), ctypes.c_size_t(PAGE), 0) != 0:
+            if _libc().mprotect(ctypes.c_void_p(page), ctypes.c_size_t(PAGE), 0) != 0:
                 raise OSError(ctypes.get_errno(), "mprotect failed")
         handle = base + (pages + 1) * PAGE - size            # the buffer ends at the guard page
         self.memory[handle] = m
